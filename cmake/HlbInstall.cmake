@@ -1,0 +1,8 @@
+# make install: library, headers, the hlb command, hlb.pc and a CMake package.
+include(CMakePackageConfigHelpers)
+install(TARGETS hlb hlb_static EXPORT hlbTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -1,0 +1,130 @@
+/* The balancer: a work pool, one performance model per PU, and a policy (DESIGN.md).
+ *
+ * Drivers (simulator, threaded executor, MPI layer) call three functions:
+ *   hlb_balancer_next()  a PU is ready: get its next block, or wait, or stop;
+ *   hlb_balancer_done()  a block finished: its measured times become a model sample;
+ *   hlb_balancer_fail()  a block was lost: its items go back to the pool.
+ * The balancer knows nothing about threads, devices or simulated time; `now` is whatever
+ * clock the driver uses, in seconds.
+ *
+ * Thread safety: a hlb_balancer is NOT locked. A driver with several threads serialises
+ * its calls (the executor holds one mutex around them).
+ */
+#ifndef HLB_BALANCER_H
+#define HLB_BALANCER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hlb/export.h"
+#include "hlb/model.h"
+
+HLB_BEGIN_DECLS
+
+/* Results of hlb_balancer_next() (positive, so they never collide with HLB_E* codes). */
+enum {
+  HLB_GRANT = 1, /* *out holds a block for this PU */
+  HLB_WAIT = 2,  /* nothing for this PU now; ask again after the next done/fail */
+  HLB_DONE = 3   /* every item is processed, or this PU is retired: the PU can stop */
+};
+
+/* A contiguous range of items [begin, begin + count) handed to one PU. */
+typedef struct hlb_block {
+  uint64_t id; /* unique per balancer, in grant order */
+  size_t begin;
+  size_t count;
+  unsigned pu;
+  double granted_s; /* the driver's `now` when granted */
+} hlb_block;
+
+/* What a driver measured for a finished block. Times in seconds; compute and transfer are
+ * measured separately so they feed F and G. NaN, infinite, negative or zero compute time
+ * is a bad measurement: the block still counts as processed, the sample is not fitted. */
+typedef struct hlb_sample {
+  hlb_block block;
+  double compute_s;
+  double transfer_s;
+  double end_s; /* the driver's `now` at completion */
+} hlb_sample;
+
+/* What the driver knows about a PU before any run. */
+typedef struct hlb_pu_desc {
+  const char *name;  /* shown in logs and reports */
+  const char *kind;  /* "cpu", "gpu", "opencl", ... */
+  double speed_hint; /* relative speed for the `proportional` policy; 0 = unknown (1) */
+  size_t min_block;  /* smallest block worth sending (except the pool's tail); 0 = granularity */
+  size_t max_block;  /* largest block the PU can hold; 0 = no limit */
+} hlb_pu_desc;
+
+typedef struct hlb_balancer_config {
+  size_t n_items;     /* items to process; > 0 */
+  size_t granularity; /* blocks are multiples of this, except the last; 0 means 1 */
+  unsigned n_pus;     /* > 0 */
+  const hlb_pu_desc *pus;
+  const char *policy; /* NULL: $HLB_POLICY, then "hlb" */
+  const char *params; /* policy parameters "name=value,name=value"; NULL for defaults */
+  int keep_log;       /* keep the decision log (hlb_balancer_log) */
+} hlb_balancer_config;
+
+typedef struct hlb_balancer hlb_balancer;
+
+/* Create a balancer. HLB_ENOTFOUND for an unknown policy name, HLB_EINVAL for bad sizes or
+ * parameters; hlb_last_error() says which. */
+HLB_EXTERN int hlb_balancer_create(const hlb_balancer_config *cfg, hlb_balancer **out);
+HLB_EXTERN void hlb_balancer_destroy(hlb_balancer *b);
+
+/* PU `pu` is ready for work at time `now`. Returns HLB_GRANT (block in *out), HLB_WAIT or
+ * HLB_DONE, or a negative HLB_E* code. */
+HLB_EXTERN int hlb_balancer_next(hlb_balancer *b, unsigned pu, double now, hlb_block *out);
+
+/* Block s->block finished on PU `pu`. Returns 0; HLB_ESAMPLE when the block is recorded as
+ * processed but its times were rejected; HLB_ESTATE for a block that is not in flight. */
+HLB_EXTERN int hlb_balancer_done(hlb_balancer *b, unsigned pu, const hlb_sample *s);
+
+/* Block `blk` was lost on PU `pu` at time `now`: its items return to the pool to be granted
+ * again. HLB_ESTATE for a block that is not in flight. */
+HLB_EXTERN int hlb_balancer_fail(hlb_balancer *b, unsigned pu, const hlb_block *blk, double now);
+
+/* PU `pu` will never take work again (device failed, rank died). Its blocks in flight must
+ * be reported with hlb_balancer_fail() first. If every PU is retired with items left, the
+ * run cannot finish: hlb_balancer_next() returns HLB_ESTATE. */
+HLB_EXTERN int hlb_balancer_retire(hlb_balancer *b, unsigned pu);
+
+/* Items never granted or granted and returned by a failure. */
+HLB_EXTERN size_t hlb_balancer_remaining(const hlb_balancer *b);
+/* 1 when every item is processed. */
+HLB_EXTERN int hlb_balancer_finished(const hlb_balancer *b);
+
+/* Prove every item was processed exactly once: 0, or HLB_EVERIFY with the first range that
+ * was missed or processed twice in hlb_last_error(). */
+HLB_EXTERN int hlb_balancer_check_exactly_once(const hlb_balancer *b);
+
+/* The policy's name, as resolved. */
+HLB_EXTERN const char *hlb_balancer_policy(const hlb_balancer *b);
+
+/* PU `pu`'s model (fitted from the samples so far); never NULL for a valid pu. */
+HLB_EXTERN const struct hlb_model *hlb_balancer_model(const hlb_balancer *b, unsigned pu);
+
+/* One entry of the decision log: a grant and, once known, its outcome. */
+typedef enum hlb_outcome { HLB_OUTCOME_PENDING = 0, HLB_OUTCOME_DONE, HLB_OUTCOME_FAILED } hlb_outcome;
+typedef struct hlb_decision {
+  double time_s;      /* `now` at the grant */
+  unsigned pu;
+  size_t begin, count;
+  double predicted_s; /* model's F+G for the block at grant time; NaN without a model */
+  double measured_s;  /* compute + transfer when done; NaN otherwise */
+  double compute_s, transfer_s; /* as measured; NaN otherwise */
+  double end_s;       /* `now` when done or failed; NaN while pending */
+  double solver_s;    /* wall time the policy spent deciding this block */
+  hlb_outcome outcome;
+} hlb_decision;
+
+/* The decision log (empty unless cfg.keep_log). Valid until the next call on b. */
+HLB_EXTERN size_t hlb_balancer_log(const hlb_balancer *b, const hlb_decision **entries);
+
+/* Total wall time spent inside the policy, seconds. */
+HLB_EXTERN double hlb_balancer_solver_seconds(const hlb_balancer *b);
+
+HLB_END_DECLS
+
+#endif

@@ -1,0 +1,81 @@
+/* Cluster description files: one format for `hlb plan` and `hlb sim` (docs/cluster-format.md).
+ *
+ * A cluster is nodes reached by the manager over a link, each holding PUs reached over their
+ * own link; each PU has a time curve for a block of x items. For `hlb sim` the curve is the
+ * PU's true compute time; for `hlb plan` the `linear` term is the per-item time and `const`
+ * a once-per-PU setup. The file may also carry simulation noise and events.
+ *
+ * Thread safety: a loaded hlb_cluster is read-only and may be shared between threads.
+ */
+#ifndef HLB_CLUSTER_H
+#define HLB_CLUSTER_H
+
+#include <stddef.h>
+
+#include "hlb/export.h"
+#include "hlb/model.h"
+
+HLB_BEGIN_DECLS
+
+/* A link: sending n bytes takes latency_s + n / bandwidth_Bps seconds. */
+typedef struct hlb_link {
+  double latency_s;
+  double bandwidth_Bps; /* > 0; INFINITY for a link that costs nothing */
+} hlb_link;
+
+typedef struct hlb_cluster_pu {
+  char *name;
+  char *kind;       /* "cpu", "gpu", "opencl", ... free text used for grouping in reports */
+  unsigned node;    /* index into hlb_cluster.nodes */
+  hlb_link link;    /* node -> PU link (PCIe, or free for host cores) */
+  hlb_curve time;   /* time for a block of x items (scale 1, no transfer part) */
+  double poly[5];   /* the file's terms: const, linear, quadratic, cubic, xlogx */
+  size_t max_items; /* cap on items this PU may receive in total; SIZE_MAX when none */
+} hlb_cluster_pu;
+
+typedef struct hlb_cluster_node {
+  char *name;
+  hlb_link link;      /* manager -> node link */
+  double partition_s; /* time to split the node's share among its PUs */
+  double merge_s;     /* time to merge the node's results */
+  size_t max_items;   /* cap on the node's items (memory); SIZE_MAX when none */
+  unsigned first_pu;  /* the node's PUs are pus[first_pu .. first_pu + n_pus) */
+  unsigned n_pus;
+} hlb_cluster_node;
+
+typedef enum hlb_event_kind {
+  HLB_EVENT_SLOWDOWN = 0, /* from at_s on, the PU's compute time is multiplied by `slowdown` */
+  HLB_EVENT_FAIL = 1      /* at at_s the PU dies; its block in flight is lost */
+} hlb_event_kind;
+
+typedef struct hlb_cluster_event {
+  double at_s;
+  unsigned pu; /* index into hlb_cluster.pus */
+  hlb_event_kind kind;
+  double slowdown; /* for HLB_EVENT_SLOWDOWN; 1.0 ends an earlier slowdown */
+} hlb_cluster_event;
+
+typedef struct hlb_cluster {
+  unsigned n_nodes, n_pus, n_events;
+  hlb_cluster_node *nodes;
+  hlb_cluster_pu *pus; /* grouped by node, in file order */
+  hlb_cluster_event *events; /* sorted by at_s (stable) */
+  double item_in_bytes, item_out_bytes; /* bytes sent to and from a PU per item */
+  double noise_sigma; /* lognormal sigma of per-block compute noise in the simulator; 0 = none */
+} hlb_cluster;
+
+/* Load and validate a cluster file. On error returns HLB_EIO or HLB_EPARSE and
+ * hlb_last_error() names the file, the JSON path and what is wrong. */
+HLB_EXTERN int hlb_cluster_load(const char *path, hlb_cluster **out);
+
+/* The same from JSON text; `name` stands for the file in messages. */
+HLB_EXTERN int hlb_cluster_parse(const char *name, const char *json_text, hlb_cluster **out);
+
+HLB_EXTERN void hlb_cluster_free(hlb_cluster *c);
+
+/* Index of the PU called `name`, or -1. */
+HLB_EXTERN int hlb_cluster_find_pu(const hlb_cluster *c, const char *name);
+
+HLB_END_DECLS
+
+#endif

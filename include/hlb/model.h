@@ -1,0 +1,122 @@
+/* Per-PU performance models (PLB-HeC III.B, PLB-HAC 3.1-3.2).
+ *
+ * F(x) is the compute time of a block of x items, a least-squares fit over the basis
+ * {1, u, u^2, u^3, e^u, ln u, u e^u, u ln u} of u = x / scale; G(x) = a x + b is the
+ * transfer time. hlb_curve is the plain-data form of F + G that the partition solvers,
+ * the simulator (true curves) and the policies (fitted curves) all share.
+ *
+ * Thread safety: a hlb_model is not locked; one owner at a time. hlb_curve functions are
+ * pure and safe from any thread.
+ */
+#ifndef HLB_MODEL_H
+#define HLB_MODEL_H
+
+#include <stddef.h>
+
+#include "hlb/export.h"
+
+HLB_BEGIN_DECLS
+
+/* The basis terms, in the papers' order. Bit (1u << term) selects a term in masks. */
+typedef enum hlb_term {
+  HLB_TERM_CONST = 0, /* 1 */
+  HLB_TERM_U,         /* u */
+  HLB_TERM_U2,        /* u^2 */
+  HLB_TERM_U3,        /* u^3 */
+  HLB_TERM_EXP,       /* e^u */
+  HLB_TERM_LOG,       /* ln u */
+  HLB_TERM_UEXP,      /* u e^u */
+  HLB_TERM_ULOG,      /* u ln u */
+  HLB_TERM_COUNT
+} hlb_term;
+
+/* Short name of a term ("const", "u", "u2", "u3", "exp", "log", "uexp", "ulog"). */
+HLB_EXTERN const char *hlb_term_name(hlb_term t);
+
+/* A time curve: seconds to process a block of x items on one PU, transfers included.
+ * time(x) = sum_k coef[k] * phi_k(x / scale) + transfer_per_item * x + transfer_fixed,
+ * and time(0) = 0 (no block, no cost). */
+typedef struct hlb_curve {
+  double scale;                /* u = x / scale; must be > 0 */
+  double coef[HLB_TERM_COUNT]; /* compute-time coefficients */
+  double transfer_per_item;    /* G(x) = transfer_per_item * x + transfer_fixed */
+  double transfer_fixed;
+} hlb_curve;
+
+/* Compute part F(x) alone; x > 0. */
+HLB_EXTERN double hlb_curve_compute(const hlb_curve *c, double x);
+/* Transfer part G(x) alone; 0 for x <= 0. */
+HLB_EXTERN double hlb_curve_transfer(const hlb_curve *c, double x);
+/* F(x) + G(x); 0 for x <= 0. */
+HLB_EXTERN double hlb_curve_time(const hlb_curve *c, double x);
+/* d/dx of F(x) + G(x) at x > 0. */
+HLB_EXTERN double hlb_curve_slope(const hlb_curve *c, double x);
+
+/* A curve from the polynomial form used in hlb's JSON files, time for a block of x items:
+ * c0 + c1 x + c2 x^2 + c3 x^3 + cxlogx x ln x (scale 1, no transfer part). */
+HLB_EXTERN void hlb_curve_from_poly(hlb_curve *out, double c0, double c1, double c2, double c3,
+                                    double cxlogx);
+
+/* ---- Fitted models ------------------------------------------------------------------- */
+
+/* Why a sample was rejected; each reason is counted per model. */
+typedef enum hlb_reject_reason {
+  HLB_REJECT_NAN = 0,       /* a time is NaN */
+  HLB_REJECT_INF,           /* a time is infinite */
+  HLB_REJECT_NONPOSITIVE,   /* compute time <= 0, or transfer time < 0 */
+  HLB_REJECT_ZERO_ITEMS,    /* items <= 0 (or NaN) */
+  HLB_REJECT_COUNT
+} hlb_reject_reason;
+
+/* Short name of a reason ("nan", "inf", "nonpositive", "zero_items"). */
+HLB_EXTERN const char *hlb_reject_name(hlb_reject_reason r);
+
+/* How terms are chosen. */
+typedef enum hlb_select {
+  HLB_SELECT_AICC = 0, /* smallest corrected Akaike criterion (default) */
+  HLB_SELECT_LOOCV     /* smallest leave-one-out prediction error */
+} hlb_select;
+
+typedef struct hlb_model_options {
+  unsigned allowed_terms; /* mask of (1u << hlb_term); 0 means every term */
+  hlb_select criterion;
+  double forgetting;      /* in (0, 1]: each new sample multiplies older weights by this; 1 = none */
+} hlb_model_options;
+
+/* Defaults: every term, AICc, no forgetting. */
+HLB_EXTERN void hlb_model_options_default(hlb_model_options *o);
+
+typedef struct hlb_model hlb_model;
+
+/* A model of blocks up to about `scale` items (u = x / scale); scale > 0. opt may be NULL. */
+HLB_EXTERN int hlb_model_create(double scale, const hlb_model_options *opt, hlb_model **out);
+HLB_EXTERN void hlb_model_destroy(hlb_model *m);
+
+/* Add one measurement: a block of `items` took compute_s to compute and transfer_s to move
+ * (0 when not measured). Returns 0, or HLB_ESAMPLE when rejected (counted by reason, the
+ * detail in hlb_last_error()). Cheap: O(1); the fit happens in hlb_model_fit(). */
+HLB_EXTERN int hlb_model_add(hlb_model *m, double items, double compute_s, double transfer_s);
+
+/* Refit from the samples so far so that predictions are valid and non-decreasing for
+ * x in (0, x_max]. HLB_ESTATE with fewer than two distinct sizes. */
+HLB_EXTERN int hlb_model_fit(hlb_model *m, double x_max);
+
+/* 1 once hlb_model_fit() has succeeded. */
+HLB_EXTERN int hlb_model_fitted(const hlb_model *m);
+/* Accepted samples, and rejected samples for one reason. */
+HLB_EXTERN size_t hlb_model_samples(const hlb_model *m);
+HLB_EXTERN size_t hlb_model_rejected(const hlb_model *m, hlb_reject_reason r);
+/* Coefficient of determination of the compute fit (1 = perfect); NaN before a fit. */
+HLB_EXTERN double hlb_model_r2(const hlb_model *m);
+/* Mask of the terms chosen by the last fit. */
+HLB_EXTERN unsigned hlb_model_terms(const hlb_model *m);
+/* The fitted F + G as a plain curve. HLB_ESTATE before a fit. */
+HLB_EXTERN int hlb_model_curve(const hlb_model *m, hlb_curve *out);
+/* F(x) + G(x) of the last fit; NaN before a fit. */
+HLB_EXTERN double hlb_model_predict(const hlb_model *m, double x);
+/* Largest x in [0, x_max] with F(x) + G(x) <= t (0 if even the smallest block exceeds t). */
+HLB_EXTERN double hlb_model_inverse(const hlb_model *m, double t, double x_max);
+
+HLB_END_DECLS
+
+#endif

@@ -1,0 +1,80 @@
+/* Policies: the part of the balancer that decides block sizes (DESIGN.md, "Policies").
+ *
+ * A policy is a table of functions registered by name in src/policy/registry.c. The balancer
+ * owns the pool and the models; it feeds each finished block to the PU's model, then calls
+ * the policy's done(). next() only chooses a size: the balancer clamps it to the PU's
+ * min/max block, the granularity and the items left, and carves the range.
+ *
+ * Thread safety: the balancer serialises every call into a policy.
+ */
+#ifndef HLB_POLICY_H
+#define HLB_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hlb/balancer.h"
+#include "hlb/export.h"
+
+HLB_BEGIN_DECLS
+
+#define HLB_POLICY_ABI_VERSION 1u
+
+typedef struct hlb_model hlb_model;
+
+/* A tunable constant of a policy. Every paper constant is one of these, with the paper's
+ * value as default and the paper's section in `doc`. */
+typedef struct hlb_param_def {
+  const char *name;
+  double dflt;
+  double lo, hi; /* accepted range, inclusive */
+  const char *doc;
+} hlb_param_def;
+
+/* What a policy sees. Valid from init() to fini(). */
+typedef struct hlb_policy_ctx {
+  unsigned n_pus;
+  const hlb_pu_desc *pus;
+  size_t n_items;
+  size_t granularity;
+  hlb_model *const *models;   /* one per PU, owned by the balancer, fed before done() */
+  const double *param;        /* values of the policy's params, in the order of its table */
+  const hlb_balancer *balancer; /* for the queries below */
+} hlb_policy_ctx;
+
+typedef struct hlb_policy_ops {
+  uint32_t abi_version; /* HLB_POLICY_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(hlb_policy_ops) */
+  const char *name;
+  const char *description; /* one line, shown by `hlb policies` */
+  const hlb_param_def *params;
+  unsigned n_params;
+  int (*init)(const hlb_policy_ctx *ctx, void **state);
+  /* Size of the next block for `pu` at `now`: return HLB_GRANT with *count > 0, or HLB_WAIT
+   * (e.g. a synchronising rebalance), or a negative HLB_E*. Called only while items remain. */
+  int (*next)(void *state, unsigned pu, double now, size_t *count);
+  void (*done)(void *state, unsigned pu, const hlb_sample *s);
+  /* Optional (may be NULL): a block was lost; a PU was retired. */
+  void (*failed)(void *state, unsigned pu, const hlb_block *blk);
+  void (*retired)(void *state, unsigned pu);
+  void (*fini)(void *state);
+} hlb_policy_ops;
+
+/* Registry. */
+HLB_EXTERN unsigned hlb_policy_count(void);
+HLB_EXTERN const hlb_policy_ops *hlb_policy_at(unsigned i);
+HLB_EXTERN const hlb_policy_ops *hlb_policy_find(const char *name);
+/* The name used when neither the API nor $HLB_POLICY names one. */
+#define HLB_POLICY_DEFAULT "hlb"
+
+/* Queries a policy may make on its balancer. */
+/* Blocks of `pu` in flight (granted, not yet done or failed). */
+HLB_EXTERN unsigned hlb_balancer_in_flight(const hlb_balancer *b, unsigned pu);
+/* The oldest block of `pu` in flight; 0 if none. */
+HLB_EXTERN int hlb_balancer_oldest_in_flight(const hlb_balancer *b, unsigned pu, hlb_block *out);
+/* 1 while `pu` has not been retired. */
+HLB_EXTERN int hlb_balancer_pu_alive(const hlb_balancer *b, unsigned pu);
+
+HLB_END_DECLS
+
+#endif

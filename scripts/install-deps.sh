@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install the Debian packages hlb needs, only those missing. Used by `make demo` and `make test`.
+# Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libcjson-dev          # JSON files
+  liblapacke-dev liblapack-dev libopenblas-dev  # least squares, matmul on CPU
+  libglpk-dev           # MILP for the two-level assignment
+  libhwloc-dev          # CPU topology
+  libcmocka-dev         # unit tests
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd  # OpenCL, PoCL's CPU device
+  libopenmpi-dev openmpi-bin  # MPI layer
+  coinor-libipopt-dev   # benchmark baseline (PLB-HeC's solver)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null

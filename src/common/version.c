@@ -1,0 +1,3 @@
+#include "hlb/version.h"
+
+const char *hlb_version(void) { return HLB_VERSION_STRING; }
