@@ -1,8 +1,58 @@
-# make install: library, headers, the hlb command, hlb.pc and a CMake package.
+# make install: library, headers, the hlb command, hlb.pc and a CMake package, so another
+# project builds against an installed hlb with pkg-config or find_package(hlb)
+# (scripts/check-install.sh proves both).
 include(CMakePackageConfigHelpers)
-install(TARGETS hlb hlb_static EXPORT hlbTargets
+
+# libhlb may need libraries outside the system paths at run time (cudart): keep their
+# directories in the installed library's RUNPATH.
+set_target_properties(hlb PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+# The hlb command finds the apps' CUDA kernels (libhlb_apps_cuda) beside libhlb.
+if(TARGET hlb_cli)
+  set_target_properties(hlb_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
+                                           INSTALL_RPATH_USE_LINK_PATH TRUE)
+endif()
+if(TARGET hlb_apps_cuda)
+  install(TARGETS hlb_apps_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+
+# hlb_ext_glpk is a plain INTERFACE target of this build; it travels in the export.
+install(TARGETS hlb hlb_static hlb_ext_glpk EXPORT hlbTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(HLB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hlb)
+install(EXPORT hlbTargets NAMESPACE hlb:: DESTINATION ${HLB_CMAKE_DIR})
+
+# What the config file must find again for the imported targets libhlb links.
+set(HLB_CONFIG_PKG_DEPS "CJSON=libcjson;LAPACKE=lapacke")
+if(HWLOC_FOUND)
+  list(APPEND HLB_CONFIG_PKG_DEPS "HWLOC=hwloc")
+endif()
+if(OPENCL_FOUND)
+  list(APPEND HLB_CONFIG_PKG_DEPS "OPENCL=OpenCL")
+endif()
+set(HLB_CONFIG_NEEDS_CUDA ${HLB_HAVE_CUDA})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hlbConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/hlbConfig.cmake INSTALL_DESTINATION ${HLB_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/hlbConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/hlbConfig.cmake ${PROJECT_BINARY_DIR}/hlbConfigVersion.cmake
+  DESTINATION ${HLB_CMAKE_DIR})
+
+# pkg-config: relocatable (prefix from the .pc file's own place), so a staged install works.
+set(HLB_PC_REQUIRES_PRIVATE "libcjson lapacke")
+if(HWLOC_FOUND)
+  string(APPEND HLB_PC_REQUIRES_PRIVATE " hwloc")
+endif()
+if(OPENCL_FOUND)
+  string(APPEND HLB_PC_REQUIRES_PRIVATE " OpenCL")
+endif()
+set(HLB_PC_LIBS_PRIVATE "-lglpk -lm -lpthread")
+if(HLB_HAVE_CUDA)
+  string(APPEND HLB_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/hlb.pc.in ${PROJECT_BINARY_DIR}/hlb.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/hlb.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -13,6 +13,8 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd  # OpenCL, PoCL's CPU device
   libopenmpi-dev openmpi-bin  # MPI layer
   coinor-libipopt-dev   # benchmark baseline (PLB-HeC's solver)
+  libstarpu-dev         # benchmark baseline (per-task overhead, bench/exec)
+  jq                    # CLI tests parse --json output
 )
 
 missing=()

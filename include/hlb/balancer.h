@@ -61,8 +61,8 @@ typedef struct hlb_balancer_config {
   size_t granularity; /* blocks are multiples of this, except the last; 0 means 1 */
   unsigned n_pus;     /* > 0 */
   const hlb_pu_desc *pus;
-  const char *policy; /* NULL: $HLB_POLICY, then "hlb" */
-  const char *params; /* policy parameters "name=value,name=value"; NULL for defaults */
+  const char *policy; /* NULL: $HLB_POLICY, then HLB_POLICY_DEFAULT (policy.h) */
+  const char *params; /* "name=value,name=value"; NULL: $HLB_POLICY_PARAMS, else defaults */
   int keep_log;       /* keep the decision log (hlb_balancer_log) */
 } hlb_balancer_config;
 
@@ -106,16 +106,20 @@ HLB_EXTERN const char *hlb_balancer_policy(const hlb_balancer *b);
 HLB_EXTERN const struct hlb_model *hlb_balancer_model(const hlb_balancer *b, unsigned pu);
 
 /* One entry of the decision log: a grant and, once known, its outcome. */
-typedef enum hlb_outcome { HLB_OUTCOME_PENDING = 0, HLB_OUTCOME_DONE, HLB_OUTCOME_FAILED } hlb_outcome;
+typedef enum hlb_outcome {
+  HLB_OUTCOME_PENDING = 0,
+  HLB_OUTCOME_DONE,
+  HLB_OUTCOME_FAILED
+} hlb_outcome;
 typedef struct hlb_decision {
-  double time_s;      /* `now` at the grant */
+  double time_s; /* `now` at the grant */
   unsigned pu;
   size_t begin, count;
-  double predicted_s; /* model's F+G for the block at grant time; NaN without a model */
-  double measured_s;  /* compute + transfer when done; NaN otherwise */
+  double predicted_s;           /* model's F+G for the block at grant time; NaN without a model */
+  double measured_s;            /* compute + transfer when done; NaN otherwise */
   double compute_s, transfer_s; /* as measured; NaN otherwise */
-  double end_s;       /* `now` when done or failed; NaN while pending */
-  double solver_s;    /* wall time the policy spent deciding this block */
+  double end_s;                 /* `now` when done or failed; NaN while pending */
+  double solver_s;              /* wall time the policy spent deciding this block */
   hlb_outcome outcome;
 } hlb_decision;
 
@@ -124,6 +128,12 @@ HLB_EXTERN size_t hlb_balancer_log(const hlb_balancer *b, const hlb_decision **e
 
 /* Total wall time spent inside the policy, seconds. */
 HLB_EXTERN double hlb_balancer_solver_seconds(const hlb_balancer *b);
+
+/* Finished blocks whose times the models rejected (hlb_balancer_done returned HLB_ESAMPLE). */
+HLB_EXTERN size_t hlb_balancer_rejected(const hlb_balancer *b);
+/* Blocks granted so far, and items processed so far (each counted once). */
+HLB_EXTERN uint64_t hlb_balancer_blocks(const hlb_balancer *b);
+HLB_EXTERN size_t hlb_balancer_processed(const hlb_balancer *b);
 
 HLB_END_DECLS
 

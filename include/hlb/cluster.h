@@ -58,8 +58,8 @@ typedef struct hlb_cluster_event {
 typedef struct hlb_cluster {
   unsigned n_nodes, n_pus, n_events;
   hlb_cluster_node *nodes;
-  hlb_cluster_pu *pus; /* grouped by node, in file order */
-  hlb_cluster_event *events; /* sorted by at_s (stable) */
+  hlb_cluster_pu *pus;                  /* grouped by node, in file order */
+  hlb_cluster_event *events;            /* sorted by at_s (stable) */
   double item_in_bytes, item_out_bytes; /* bytes sent to and from a PU per item */
   double noise_sigma; /* lognormal sigma of per-block compute noise in the simulator; 0 = none */
 } hlb_cluster;
@@ -75,6 +75,26 @@ HLB_EXTERN void hlb_cluster_free(hlb_cluster *c);
 
 /* Index of the PU called `name`, or -1. */
 HLB_EXTERN int hlb_cluster_find_pu(const hlb_cluster *c, const char *name);
+
+/* Index of the node called `name`, or -1. */
+HLB_EXTERN int hlb_cluster_find_node(const hlb_cluster *c, const char *name);
+
+/* Largest block size for which the file guarantees a PU time curve is non-negative and
+ * non-decreasing: curves are checked on x in [1, HLB_CLUSTER_CURVE_MAX_X]. */
+#define HLB_CLUSTER_CURVE_MAX_X 1e12
+
+/* Time of one message of `bytes` over a link: latency_s + bytes / bandwidth_Bps. */
+HLB_EXTERN double hlb_link_time(const hlb_link *l, double bytes);
+
+/* A link from ping-pong measurements (Boinski & Czarnul, section 4.3 and eq. 4).
+ * bytes[0] is the tiny "empty" message: its one-way time (roundtrip_s[0] / 2) is the
+ * latency. For each consecutive pair k-1, k with k >= 2, eq. 4 gives
+ * b = (S_k - S_{k-1}) / (T_k - T_{k-1}) with T the one-way times; the bandwidth is the mean
+ * of those (their Table A.3 averages 1, 2, 8, 16, 32 MiB against the next smaller size).
+ * Needs n >= 3, sizes strictly increasing and one-way times strictly increasing over
+ * bytes[1..]; HLB_EINVAL otherwise, naming the offending entry. */
+HLB_EXTERN int hlb_link_from_pingpong(const double *bytes, const double *roundtrip_s, unsigned n,
+                                      hlb_link *out);
 
 HLB_END_DECLS
 

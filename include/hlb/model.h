@@ -61,10 +61,10 @@ HLB_EXTERN void hlb_curve_from_poly(hlb_curve *out, double c0, double c1, double
 
 /* Why a sample was rejected; each reason is counted per model. */
 typedef enum hlb_reject_reason {
-  HLB_REJECT_NAN = 0,       /* a time is NaN */
-  HLB_REJECT_INF,           /* a time is infinite */
-  HLB_REJECT_NONPOSITIVE,   /* compute time <= 0, or transfer time < 0 */
-  HLB_REJECT_ZERO_ITEMS,    /* items <= 0 (or NaN) */
+  HLB_REJECT_NAN = 0,     /* a time is NaN */
+  HLB_REJECT_INF,         /* a time is infinite */
+  HLB_REJECT_NONPOSITIVE, /* compute time <= 0, or transfer time < 0 */
+  HLB_REJECT_ZERO_ITEMS,  /* items <= 0 (or NaN) */
   HLB_REJECT_COUNT
 } hlb_reject_reason;
 
@@ -77,13 +77,41 @@ typedef enum hlb_select {
   HLB_SELECT_LOOCV     /* smallest leave-one-out prediction error */
 } hlb_select;
 
+/* How samples are weighted in the least squares. */
+typedef enum hlb_weighting {
+  /* Weight 1 / t^2: squared relative errors. Timing noise grows with the time, so this is the
+   * right likelihood for it, and small blocks are predicted as well as large ones (default). */
+  HLB_WEIGHT_RELATIVE = 0,
+  /* Weight 1: squared absolute errors, the papers' plain least squares. */
+  HLB_WEIGHT_UNIFORM
+} hlb_weighting;
+
 typedef struct hlb_model_options {
   unsigned allowed_terms; /* mask of (1u << hlb_term); 0 means every term */
   hlb_select criterion;
-  double forgetting;      /* in (0, 1]: each new sample multiplies older weights by this; 1 = none */
+  double forgetting; /* in (0, 1]: each new sample multiplies older weights by this; 1 = none */
+  /* Leave-one-out needs the samples themselves: it scores subsets on the most recent
+   * loo_window samples (a ring buffer, so hlb_model_add stays O(1)). >= 2; default 256.
+   * Unused (and not allocated) with HLB_SELECT_AICC. */
+  size_t loo_window;
+  /* Points of each of the two grids (geometric and linear over [x_lo, x_max]) on which a
+   * candidate curve must be positive and non-decreasing. >= 2; default 128. */
+  unsigned grid_points;
+  /* A subset whose scaled normal matrix has a Cholesky pivot below this (a column explained
+   * by the others to within sqrt(tol) of its norm) is collinear and skipped. In (0, 1);
+   * default 1e-10. */
+  double collinear_tol;
+  /* AICc only: among subsets whose AICc is within this of the best, the one with the fewest
+   * terms wins (then the lowest AICc). Small differences are not evidence for the bigger
+   * model (Burnham & Anderson take 2 as the limit for one comparison), and with up to 255
+   * candidate subsets the plain minimum picks spurious terms on 40 % of data sets from a
+   * 2-term curve, 4 on 8 % (docs/models.md). >= 0; default 4; 0 = plain minimum. */
+  double aicc_delta;
+  hlb_weighting weighting; /* default HLB_WEIGHT_RELATIVE; also used for the transfer line */
 } hlb_model_options;
 
-/* Defaults: every term, AICc, no forgetting. */
+/* Defaults: every term, AICc, no forgetting, loo_window 256, grid_points 128,
+ * collinear_tol 1e-10, aicc_delta 4, relative weighting. */
 HLB_EXTERN void hlb_model_options_default(hlb_model_options *o);
 
 typedef struct hlb_model hlb_model;
@@ -97,8 +125,12 @@ HLB_EXTERN void hlb_model_destroy(hlb_model *m);
  * detail in hlb_last_error()). Cheap: O(1); the fit happens in hlb_model_fit(). */
 HLB_EXTERN int hlb_model_add(hlb_model *m, double items, double compute_s, double transfer_s);
 
-/* Refit from the samples so far so that predictions are valid and non-decreasing for
- * x in (0, x_max]. HLB_ESTATE with fewer than two distinct sizes. */
+/* Refit from the samples so far so that predictions are positive and non-decreasing for
+ * x in [min(1, smallest block), x_max] (docs/models.md gives the criterion). Costs about
+ * 0.15 ms with AICc (every subset of at most 8 terms), independent of the sample count.
+ * HLB_EINVAL for a bad x_max; HLB_ESTATE with fewer than two distinct sizes; HLB_ENUMERIC when
+ * allowed_terms admits no positive non-decreasing curve. On failure the previous fit, if
+ * any, stays in use. */
 HLB_EXTERN int hlb_model_fit(hlb_model *m, double x_max);
 
 /* 1 once hlb_model_fit() has succeeded. */
@@ -106,15 +138,24 @@ HLB_EXTERN int hlb_model_fitted(const hlb_model *m);
 /* Accepted samples, and rejected samples for one reason. */
 HLB_EXTERN size_t hlb_model_samples(const hlb_model *m);
 HLB_EXTERN size_t hlb_model_rejected(const hlb_model *m, hlb_reject_reason r);
-/* Coefficient of determination of the compute fit (1 = perfect); NaN before a fit. */
+/* Coefficient of determination of the compute fit (1 = perfect), under the model's weighting
+ * (with relative weighting it measures relative errors); NaN before a fit. */
 HLB_EXTERN double hlb_model_r2(const hlb_model *m);
+/* The scale given to hlb_model_create (u = x / scale). */
+HLB_EXTERN double hlb_model_scale(const hlb_model *m);
+/* Value of the selection criterion (AICc, or mean leave-one-out squared error) of the chosen
+ * subset; NaN before a fit or when too few samples made the criterion undefined (then the
+ * best one-term fit by residual was taken, see docs/models.md). */
+HLB_EXTERN double hlb_model_score(const hlb_model *m);
 /* Mask of the terms chosen by the last fit. */
 HLB_EXTERN unsigned hlb_model_terms(const hlb_model *m);
 /* The fitted F + G as a plain curve. HLB_ESTATE before a fit. */
 HLB_EXTERN int hlb_model_curve(const hlb_model *m, hlb_curve *out);
 /* F(x) + G(x) of the last fit; NaN before a fit. */
 HLB_EXTERN double hlb_model_predict(const hlb_model *m, double x);
-/* Largest x in [0, x_max] with F(x) + G(x) <= t (0 if even the smallest block exceeds t). */
+/* Largest x in [0, x_max] with F(x) + G(x) <= t (0 if even the smallest block exceeds t), by
+ * bisection on the fit, which is non-decreasing up to the x_max it was fitted for. NaN before
+ * a fit or for a NaN argument. */
 HLB_EXTERN double hlb_model_inverse(const hlb_model *m, double t, double x_max);
 
 HLB_END_DECLS

@@ -5,7 +5,8 @@
  * the policy's done(). next() only chooses a size: the balancer clamps it to the PU's
  * min/max block, the granularity and the items left, and carves the range.
  *
- * Thread safety: the balancer serialises every call into a policy.
+ * Thread safety: the balancer serialises every call into a policy. The registry functions
+ * read a constant table and are safe from any thread.
  */
 #ifndef HLB_POLICY_H
 #define HLB_POLICY_H
@@ -34,11 +35,12 @@ typedef struct hlb_param_def {
 /* What a policy sees. Valid from init() to fini(). */
 typedef struct hlb_policy_ctx {
   unsigned n_pus;
-  const hlb_pu_desc *pus;
+  const hlb_pu_desc *pus; /* defaults applied: speed_hint 0 -> 1, min_block (0 = one granule) up
+                             and max_block down to the granularity (0 stays "no limit") */
   size_t n_items;
   size_t granularity;
-  hlb_model *const *models;   /* one per PU, owned by the balancer, fed before done() */
-  const double *param;        /* values of the policy's params, in the order of its table */
+  hlb_model *const *models;     /* one per PU, owned by the balancer, fed before done() */
+  const double *param;          /* values of the policy's params, in the order of its table */
   const hlb_balancer *balancer; /* for the queries below */
 } hlb_policy_ctx;
 
@@ -53,18 +55,25 @@ typedef struct hlb_policy_ops {
   /* Size of the next block for `pu` at `now`: return HLB_GRANT with *count > 0, or HLB_WAIT
    * (e.g. a synchronising rebalance), or a negative HLB_E*. Called only while items remain. */
   int (*next)(void *state, unsigned pu, double now, size_t *count);
+  /* Every finished block, after the PU's model was fed. It is called also when the model
+   * rejected the times (NaN, negative...): the block still counts as processed, so check
+   * hlb_sample_valid() before using s->compute_s or s->transfer_s. */
   void (*done)(void *state, unsigned pu, const hlb_sample *s);
   /* Optional (may be NULL): a block was lost; a PU was retired. */
   void (*failed)(void *state, unsigned pu, const hlb_block *blk);
   void (*retired)(void *state, unsigned pu);
   void (*fini)(void *state);
+  /* Optional (may be NULL): options for the per-PU models (e.g. forgetting), from the
+   * policy's parameter values; called once before the models are created. Without it the
+   * models use hlb_model_options_default(). */
+  void (*model_options)(const double *param, hlb_model_options *opt);
 } hlb_policy_ops;
 
 /* Registry. */
 HLB_EXTERN unsigned hlb_policy_count(void);
 HLB_EXTERN const hlb_policy_ops *hlb_policy_at(unsigned i);
 HLB_EXTERN const hlb_policy_ops *hlb_policy_find(const char *name);
-/* The name used when neither the API nor $HLB_POLICY names one. */
+/* The name used when neither the API nor $HLB_POLICY names one: hlb's own policy. */
 #define HLB_POLICY_DEFAULT "hlb"
 
 /* Queries a policy may make on its balancer. */
@@ -74,6 +83,15 @@ HLB_EXTERN unsigned hlb_balancer_in_flight(const hlb_balancer *b, unsigned pu);
 HLB_EXTERN int hlb_balancer_oldest_in_flight(const hlb_balancer *b, unsigned pu, hlb_block *out);
 /* 1 while `pu` has not been retired. */
 HLB_EXTERN int hlb_balancer_pu_alive(const hlb_balancer *b, unsigned pu);
+/* PUs not retired. O(1), like every query here. */
+HLB_EXTERN unsigned hlb_balancer_alive(const hlb_balancer *b);
+/* PUs with at least one block in flight, and blocks in flight over all PUs. */
+HLB_EXTERN unsigned hlb_balancer_busy(const hlb_balancer *b);
+HLB_EXTERN size_t hlb_balancer_in_flight_total(const hlb_balancer *b);
+
+/* 1 when the sample's times are usable (finite, compute > 0, transfer >= 0, count > 0): the
+ * same test the models apply, so a policy can skip what the model rejected. */
+HLB_EXTERN int hlb_sample_valid(const hlb_sample *s);
 
 HLB_END_DECLS
 

@@ -27,8 +27,7 @@ double hlb_curve_transfer(const hlb_curve *c, double x) {
 }
 
 double hlb_curve_time(const hlb_curve *c, double x) {
-  if (!(x > 0))
-    return 0.0;
+  if (!(x > 0)) return 0.0;
   return hlb_curve_compute(c, x) + c->transfer_per_item * x + c->transfer_fixed;
 }
 

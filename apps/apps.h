@@ -1,0 +1,76 @@
+/* The applications: workloads with real kernels (cpu, OpenCL, CUDA) and a result check,
+ * run by `hlb run`, the tests and the benchmarks through the executor (include/hlb/exec.h).
+ * Papers 001 and 000, "Applications": matrix multiplication (rows of C = A B), Black-Scholes
+ * (a range of options), k-means (each iteration one balanced pass over the points); plus
+ * Mandelbrot rows, whose per-row cost is irregular.
+ *
+ * Thread safety: an hlb_app is used by one thread at a time; the registry is read-only.
+ */
+#ifndef HLB_APPS_H
+#define HLB_APPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hlb/exec.h"
+
+typedef struct hlb_app_info {
+  const char *name;
+  const char *description;
+  const char *size_meaning; /* what --size counts */
+  size_t default_size;      /* about a second on one core */
+  size_t test_size;         /* well under a second: for the tests */
+  size_t max_size;
+} hlb_app_info;
+
+unsigned hlb_app_count(void);
+const hlb_app_info *hlb_app_info_at(unsigned i);
+const hlb_app_info *hlb_app_find(const char *name);
+
+typedef struct hlb_app hlb_app;
+
+/* Make the app's input (deterministic for a seed). HLB_ENOTFOUND for an unknown name,
+ * HLB_EINVAL for a size out of range. */
+int hlb_app_create(const char *name, size_t size, uint64_t seed, hlb_app **out);
+void hlb_app_destroy(hlb_app *a);
+const hlb_app_info *hlb_app_info_of(const hlb_app *a);
+/* Items one balanced pass has. */
+size_t hlb_app_items(const hlb_app *a);
+
+/* Run the app on the executor: one pass, or several for an iterative app (k-means), whose
+ * stats are summed into one (passes laid end to end in time). Clears the previous output
+ * first, so every run is checked afresh. */
+int hlb_app_run(hlb_app *a, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st);
+
+/* Check the output against a serial reference: 0, or HLB_EVERIFY with where it differs. */
+int hlb_app_verify(hlb_app *a);
+
+/* The app's codelet for one pass (for a single-pass benchmark); NULL for iterative apps. */
+const hlb_codelet *hlb_app_codelet(hlb_app *a);
+
+/* ---- for the app files ---- */
+typedef struct hlb__app_ops {
+  hlb_app_info info;
+  int (*create)(size_t size, uint64_t seed, void **state);
+  void (*destroy)(void *state);
+  size_t (*items)(const void *state);
+  void (*clear)(void *state);
+  /* NULL for single-pass apps: the core runs codelet once. */
+  int (*run)(void *state, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st);
+  const hlb_codelet *(*codelet)(void *state);
+  int (*verify)(void *state);
+} hlb__app_ops;
+
+/* Append pass `p` to the running total `t` (t empty: copy), shifting p's times by t's
+ * makespan. Takes ownership of p's log. */
+int hlb__app_stats_append(hlb_exec_stats *t, hlb_exec_stats *p);
+
+/* Deterministic uniform doubles in [0, 1) for the inputs (splitmix64). */
+double hlb__app_uniform(uint64_t *state);
+
+/* CUDA launchers from kernels.cu; NULL when the build has no CUDA. */
+typedef int (*hlb__cuda_launcher)(const hlb_exec_call *c);
+extern const hlb__cuda_launcher hlb__cuda_matmul, hlb__cuda_blackscholes, hlb__cuda_kmeans,
+    hlb__cuda_mandelbrot;
+
+#endif

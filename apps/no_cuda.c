@@ -1,0 +1,7 @@
+/* The CUDA launchers of a build without CUDA: none, so the codelets have no cuda kernel. */
+#include <stddef.h>
+
+#include "apps.h"
+
+const hlb__cuda_launcher hlb__cuda_matmul = NULL, hlb__cuda_blackscholes = NULL,
+                         hlb__cuda_kmeans = NULL, hlb__cuda_mandelbrot = NULL;

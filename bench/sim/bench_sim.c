@@ -1,0 +1,256 @@
+/* Simulator benchmarks (docs/simulator.md). Prints tables; never passes or fails on time.
+ *
+ *   bench_sim events   [PUS] [ITEMS]     block events per second (greedy, small chunks)
+ *   bench_sim scale    [PUS] [ITEMS]     10^4 PUs x 10^8 items: wall time with greedy and hlb
+ *   bench_sim policies [PRESETS_DIR]     every policy on every preset and on random clusters
+ *                                         of 2-64 PUs with up to 30x speed spread: ratio to
+ *                                         the lower bound and to greedy
+ *   bench_sim all      (default)         the three, with their default sizes
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/rng.h"
+#include "hlb/cluster.h"
+#include "hlb/error.h"
+#include "hlb/policy.h"
+#include "hlb/sim.h"
+
+#ifndef HLB_PRESETS_DIR
+#define HLB_PRESETS_DIR "presets"
+#endif
+
+#define MAX_POL 32
+
+/* A synthetic cluster of n PUs, 8 per node, speeds spread over [1, spread] log-uniformly;
+ * PUs faster than sqrt(spread) are "gpu" (behind a PCIe link), the rest "cpu". */
+static char *random_cluster_json(unsigned n, double spread, uint64_t seed) {
+  hlb__rng rng;
+  hlb__rng_seed(&rng, seed);
+  size_t cap = 512 + (size_t)n * 320;
+  char *s = malloc(cap);
+  if (!s) return NULL;
+  size_t len = (size_t)snprintf(s, cap,
+                                "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, "
+                                "\"noise_sigma\": 0.05, \"nodes\": [");
+  for (unsigned p = 0; p < n; p++) {
+    if (p % 8 == 0)
+      len += (size_t)snprintf(s + len, cap - len,
+                              "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": %g, "
+                              "\"bandwidth_Bps\": 1.25e9}, \"pus\": [",
+                              p ? "]}, " : "", p / 8, p < 8 ? 0.0 : 2e-5);
+    double speed = pow(spread, hlb__rng_uniform(&rng)); /* 1 = slowest: 10 ms per item */
+    int gpu = speed > sqrt(spread);
+    len += (size_t)snprintf(
+        s + len, cap - len,
+        "%s{\"name\": \"p%u\", \"kind\": \"%s\", \"time\": {\"const\": %g, \"linear\": %.6g}%s}",
+        p % 8 ? ", " : "", p, gpu ? "gpu" : "cpu", gpu ? 2e-3 : 2e-4, 1e-2 / speed,
+        gpu ? ", \"link\": {\"latency_s\": 1e-5, \"bandwidth_Bps\": 6e9}" : "");
+  }
+  snprintf(s + len, cap - len, "]}]}");
+  return s;
+}
+
+static hlb_cluster *random_cluster(unsigned n, double spread, uint64_t seed) {
+  char *json = random_cluster_json(n, spread, seed);
+  hlb_cluster *c = NULL;
+  if (!json || hlb_cluster_parse("random", json, &c)) {
+    fprintf(stderr, "random cluster: %s\n", hlb_last_error());
+    exit(1);
+  }
+  free(json);
+  return c;
+}
+
+static hlb_sim_result *sim(const hlb_cluster *c, size_t items, const char *policy,
+                           const char *params, uint64_t seed) {
+  hlb_sim_options o = {.n_items = items, .policy = policy, .params = params, .seed = seed};
+  hlb_sim_result *r = NULL;
+  int rc = hlb_sim_run(c, &o, &r);
+  if (rc) {
+    fprintf(stderr, "sim %s: %s\n", policy, hlb_last_error());
+    return NULL;
+  }
+  return r;
+}
+
+static void bench_events(unsigned pus, size_t items) {
+  hlb_cluster *c = random_cluster(pus, 30, 1);
+  printf("== block events per second: %u PUs, %zu items, greedy chunk=1..100 ==\n", pus, items);
+  printf("%8s %12s %12s %10s %14s %14s\n", "chunk", "blocks", "events", "wall_s", "events/s",
+         "blocks/s");
+  const char *chunks[] = {"chunk=1", "chunk=10", "chunk=100"};
+  for (unsigned i = 0; i < 3; i++) {
+    double t0 = hlb__now();
+    hlb_sim_result *r = sim(c, items, "greedy", chunks[i], 1);
+    double dt = hlb__now() - t0;
+    if (r)
+      printf("%8s %12zu %12llu %10.3f %14.4g %14.4g\n", chunks[i] + 6, r->blocks,
+             (unsigned long long)r->events, dt, (double)r->events / dt, (double)r->blocks / dt);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
+static void bench_scale(unsigned pus, size_t items) {
+  hlb_cluster *c = random_cluster(pus, 30, 2);
+  printf("\n== scale: %u PUs, %zu items ==\n", pus, items);
+  printf("%-26s %10s %12s %10s %10s %8s\n", "policy", "wall_s", "blocks", "solver_s", "ratio",
+         "once");
+  char chunk[64];
+  snprintf(chunk, sizeof chunk, "chunk=%zu", items / ((size_t)pus * 100) + 1);
+  const char *pol[][2] = {{"greedy", chunk}, {"hlb", NULL}};
+  for (unsigned i = 0; i < 2; i++) {
+    double t0 = hlb__now();
+    hlb_sim_result *r = sim(c, items, pol[i][0], pol[i][1], 1);
+    double dt = hlb__now() - t0;
+    char name[96];
+    snprintf(name, sizeof name, "%s%s%s", pol[i][0], pol[i][1] ? " " : "",
+             pol[i][1] ? pol[i][1] : "");
+    if (r)
+      printf("%-26s %10.3f %12zu %10.3f %10.4f %8s\n", name, dt, r->blocks, r->solver_s, r->ratio,
+             r->exactly_once ? "yes" : "NO");
+    else
+      printf("%-26s failed\n", name);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
+/* Items for a preset: the problem size its paper used (docs/presets.md). */
+static size_t preset_items(const char *name) {
+  if (strstr(name, "slowdown")) return 131072;
+  if (!strncmp(name, "plbh", 4)) return 65536;
+  if (!strncmp(name, "boinski", 7)) return 2048;
+  if (strstr(name, "nondedicated")) return 10000;
+  return 5000;
+}
+
+static unsigned policy_names(const char **names) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < hlb_policy_count() && n < MAX_POL; i++)
+    names[n++] = hlb_policy_at(i)->name;
+  return n;
+}
+
+static void print_header(const char *first, const char **names, unsigned n) {
+  printf("%-36s %10s", first, "bound_s");
+  for (unsigned i = 0; i < n; i++)
+    printf(" %12s", names[i]);
+  printf("\n");
+}
+
+/* One row: each policy's makespan / bound and, in parentheses, / greedy's makespan. */
+static void policy_row(const char *label, const hlb_cluster *c, size_t items, uint64_t seed,
+                       const char **names, unsigned n, double *log_ratio, double *log_vs_greedy) {
+  double mk[MAX_POL], bound = 0, greedy = NAN;
+  for (unsigned i = 0; i < n; i++) {
+    hlb_sim_result *r = sim(c, items, names[i], NULL, seed);
+    mk[i] = r && r->exactly_once ? r->makespan_s : NAN;
+    if (r) bound = r->lower_bound_s;
+    if (!strcmp(names[i], "greedy")) greedy = mk[i];
+    hlb_sim_result_free(r);
+  }
+  printf("%-36s %10.4g", label, bound);
+  for (unsigned i = 0; i < n; i++) {
+    char cell[32];
+    snprintf(cell, sizeof cell, "%.3f(%.2f)", mk[i] / bound, mk[i] / greedy);
+    printf(" %12s", cell);
+    log_ratio[i] += log(mk[i] / bound);
+    log_vs_greedy[i] += log(mk[i] / greedy);
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+static void print_geomean(const char *label, const double *lr, const double *lg, unsigned n,
+                          unsigned rows) {
+  printf("%-36s %10s", label, "");
+  for (unsigned i = 0; i < n; i++) {
+    char cell[32];
+    snprintf(cell, sizeof cell, "%.3f(%.2f)", exp(lr[i] / rows), exp(lg[i] / rows));
+    printf(" %12s", cell);
+  }
+  printf("\n");
+}
+
+static void bench_policies(const char *dir) {
+  const char *names[MAX_POL];
+  unsigned n = policy_names(names);
+  double lr[MAX_POL] = {0}, lg[MAX_POL] = {0};
+  unsigned rows = 0;
+  printf("\n== every policy on every preset: makespan / lower bound (/ greedy), seed 1 ==\n");
+  print_header("preset (items)", names, n);
+  DIR *d = opendir(dir);
+  if (!d) {
+    printf("cannot open %s\n", dir);
+    return;
+  }
+  char *files[64];
+  unsigned nf = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && nf < 64) {
+    size_t len = strlen(e->d_name);
+    if (len > 5 && !strcmp(e->d_name + len - 5, ".json")) files[nf++] = strdup(e->d_name);
+  }
+  closedir(d);
+  for (unsigned i = 0; i < nf; i++) /* sorted, so the table is stable */
+    for (unsigned j = i + 1; j < nf; j++)
+      if (strcmp(files[j], files[i]) < 0) {
+        char *t = files[i];
+        files[i] = files[j];
+        files[j] = t;
+      }
+  for (unsigned f = 0; f < nf; f++) {
+    char path[4096], label[128];
+    snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+    hlb_cluster *c = NULL;
+    if (hlb_cluster_load(path, &c)) {
+      printf("%s: %s\n", files[f], hlb_last_error());
+      free(files[f]);
+      continue;
+    }
+    size_t items = preset_items(files[f]);
+    snprintf(label, sizeof label, "%.*s (%zu)", (int)(strlen(files[f]) - 5), files[f], items);
+    policy_row(label, c, items, 1, names, n, lr, lg);
+    rows++;
+    hlb_cluster_free(c);
+    free(files[f]);
+  }
+  print_geomean("geometric mean (presets)", lr, lg, n, rows);
+
+  memset(lr, 0, sizeof lr);
+  memset(lg, 0, sizeof lg);
+  rows = 0;
+  printf("\n== random clusters (speed spread up to 30x, noise 0.05, 10^5 items): "
+         "ratio to bound (/ greedy) ==\n");
+  print_header("PUs seed", names, n);
+  const unsigned sizes[] = {2, 4, 8, 16, 32, 64};
+  for (unsigned k = 0; k < 6; k++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      hlb_cluster *c = random_cluster(sizes[k], 30, 100 * sizes[k] + seed);
+      char label[64];
+      snprintf(label, sizeof label, "%u PUs, cluster %llu", sizes[k], (unsigned long long)seed);
+      policy_row(label, c, 100000, seed, names, n, lr, lg);
+      rows++;
+      hlb_cluster_free(c);
+    }
+  print_geomean("geometric mean (random)", lr, lg, n, rows);
+}
+
+int main(int argc, char **argv) {
+  const char *what = argc > 1 ? argv[1] : "all";
+  if (!strcmp(what, "events") || !strcmp(what, "all"))
+    bench_events(argc > 2 && strcmp(what, "all") ? (unsigned)atoi(argv[2]) : 1000,
+                 argc > 3 && strcmp(what, "all") ? (size_t)atof(argv[3]) : 2000000);
+  if (!strcmp(what, "scale") || !strcmp(what, "all"))
+    bench_scale(argc > 2 && strcmp(what, "all") ? (unsigned)atoi(argv[2]) : 10000,
+                argc > 3 && strcmp(what, "all") ? (size_t)atof(argv[3]) : 100000000);
+  if (!strcmp(what, "policies") || !strcmp(what, "all"))
+    bench_policies(argc > 2 && strcmp(what, "all") ? argv[2] : HLB_PRESETS_DIR);
+  return 0;
+}

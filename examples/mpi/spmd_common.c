@@ -1,0 +1,140 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "spmd_common.h"
+
+static int parse_num(const char *opt, const char *s, double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (!s[0] || *end || errno || v < lo || v > hi) {
+    fprintf(stderr, "%s: expected a number in [%g, %g], got '%s'\n", opt, lo, hi, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+int spmd_parse_args(int argc, char **argv, spmd_args *a, const char *usage) {
+  memset(a, 0, sizeof *a);
+  a->rows = 1000;
+  a->iterations = 1000;
+  a->interval = 100;
+  a->inject_rank = -1;
+  a->inject_to = ~0u;
+  a->inject_frac = 1.0;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    if (!strcmp(o, "--help")) {
+      printf("%s", usage);
+      exit(0);
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "%s: unknown option or missing value\n", o);
+      return 2;
+    }
+    const char *v = argv[++i];
+    double x = 0;
+    int bad = 0;
+    if (!strcmp(o, "--policy"))
+      a->policy = v;
+    else if (!strcmp(o, "--params"))
+      a->params = v;
+    else if (!strcmp(o, "--mtx"))
+      a->mtx = v;
+    else if (!strcmp(o, "--rows") && !(bad = parse_num(o, v, 1, 1e9, &x)))
+      a->rows = (size_t)x;
+    else if (!strcmp(o, "--iters") && !(bad = parse_num(o, v, 1, 1e9, &x)))
+      a->iterations = (unsigned)x;
+    else if (!strcmp(o, "--interval") && !(bad = parse_num(o, v, 1, 1e9, &x)))
+      a->interval = (unsigned)x;
+    else if (!strcmp(o, "--inject-rank") && !(bad = parse_num(o, v, 0, 1e6, &x)))
+      a->inject_rank = (int)x;
+    else if (!strcmp(o, "--inject-from") && !(bad = parse_num(o, v, 0, 1e9, &x)))
+      a->inject_from = (unsigned)x;
+    else if (!strcmp(o, "--inject-to") && !(bad = parse_num(o, v, 0, 1e9, &x)))
+      a->inject_to = (unsigned)x;
+    else if (!strcmp(o, "--inject-frac") && !(bad = parse_num(o, v, 0, 100, &x)))
+      a->inject_frac = x;
+    else if (!bad) {
+      fprintf(stderr, "%s: unknown option\n", o);
+      return 2;
+    }
+    if (bad)
+      return 2;
+  }
+  return 0;
+}
+
+void spmd_inject_load(const spmd_args *a, int rank, unsigned it, double compute_s) {
+  if (rank != a->inject_rank || it < a->inject_from || it >= a->inject_to)
+    return;
+  /* Sleeps shorter than a millisecond overshoot badly; owe them and pay in larger pieces so the
+   * emulated load stays proportional to the work on average. */
+  static double owed_s = 0.0;
+  owed_s += compute_s * a->inject_frac;
+  if (owed_s < 1e-3)
+    return;
+  double t0 = MPI_Wtime();
+  struct timespec ts = {(time_t)owed_s, (long)((owed_s - (double)(time_t)owed_s) * 1e9)};
+  nanosleep(&ts, NULL);
+  owed_s -= MPI_Wtime() - t0;
+}
+
+uint64_t spmd_hash(const void *data, size_t bytes) {
+  const unsigned char *p = data;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < bytes; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+#define MAX_NOTES 256
+static unsigned note_iter[MAX_NOTES];
+static double note_time[MAX_NOTES];
+static unsigned n_notes;
+static double start_mpi_s, start_epoch_s;
+
+void spmd_start_clock(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  start_epoch_s = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  start_mpi_s = MPI_Wtime();
+}
+
+void spmd_note_redistribution(unsigned it) {
+  if (n_notes < MAX_NOTES) {
+    note_iter[n_notes] = it;
+    note_time[n_notes++] = MPI_Wtime() - start_mpi_s;
+  }
+}
+
+void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s, double error,
+                 uint64_t checksum, int rank) {
+  hlb_spmd_stats st;
+  hlb_spmd_stats_get(s, &st);
+  if (rank != 0)
+    return;
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const size_t *counts = NULL;
+  hlb_spmd_layout(s, &counts, NULL);
+  printf("{\"app\":\"%s\",\"ranks\":%d,\"rows\":%zu,\"iterations\":%u,\"policy\":\"%s\","
+         "\"time_s\":%.6f,\"redistributions\":%u,\"redistribute_s\":%.6f,\"rows_moved\":%zu,"
+         "\"first_redistribution_iter\":%ld,\"papi\":%s,\"error\":%.3e,"
+         "\"checksum\":\"%016llx\",\"final_counts\":[",
+         app, size, a->rows, a->iterations, a->policy ? a->policy : "default", time_s,
+         st.redistributions, st.redistribute_s, st.rows_moved,
+         hlb_spmd_redistribution_iteration(s, 0), st.papi ? "true" : "false", error,
+         (unsigned long long)checksum);
+  for (int r = 0; r < size; r++)
+    printf("%s%zu", r ? "," : "", counts[r]);
+  printf("],\"start_epoch\":%.3f,\"redistributions_at\":[", start_epoch_s);
+  for (unsigned k = 0; k < n_notes; k++)
+    printf("%s[%u,%.3f]", k ? "," : "", note_iter[k], note_time[k]);
+  printf("]}\n");
+  fflush(stdout);
+}

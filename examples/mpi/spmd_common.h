@@ -1,0 +1,45 @@
+/* Shared by the SPMD examples (jacobi.c, cg.c): option parsing, load injection for tests and
+ * benchmarks, and the one-line JSON report. Not part of the library. */
+#ifndef HLB_EXAMPLES_SPMD_COMMON_H
+#define HLB_EXAMPLES_SPMD_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hlb/mpi.h"
+
+typedef struct spmd_args {
+  size_t rows;            /* problem size (Jacobi: matrix order; CG: grid side or file) */
+  unsigned iterations;
+  const char *policy;     /* repartition policy */
+  const char *params;
+  unsigned interval;      /* iterations per sampling interval */
+  const char *mtx;        /* CG: Matrix Market file */
+  /* Emulated external load for tests: rank `inject_rank` sleeps `inject_frac` of its compute
+   * time in iterations [inject_from, inject_to). Sleeping inside the window is what a
+   * competing process does to us: real time passes without CPU time. */
+  int inject_rank;
+  unsigned inject_from, inject_to;
+  double inject_frac;
+} spmd_args;
+
+/* Parse argv; on a bad option print one line to stderr and return 2 (the exit status). */
+int spmd_parse_args(int argc, char **argv, spmd_args *a, const char *usage);
+
+/* Sleep to emulate external load after `compute_s` seconds of work in iteration `it`. */
+void spmd_inject_load(const spmd_args *a, int rank, unsigned it, double compute_s);
+
+/* FNV-1a hash of bytes: the examples print it so runs can be compared bit for bit. */
+uint64_t spmd_hash(const void *data, size_t bytes);
+
+/* Remember that rows moved after iteration `it` (for the report's redistributions_at). */
+void spmd_note_redistribution(unsigned it);
+
+/* Mark the start of the timed loop (wall clock, for the report's start_epoch). */
+void spmd_start_clock(void);
+
+/* Print the report line on rank 0. */
+void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s, double error,
+                 uint64_t checksum, int rank);
+
+#endif

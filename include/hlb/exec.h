@@ -1,0 +1,207 @@
+/* The threaded executor: runs a user's kernel over n items on this machine's PUs (CPU core
+ * groups, OpenCL devices, CUDA GPUs), with block sizes chosen by a balancer (DESIGN.md).
+ *
+ * Usage: describe the PUs (hlb_exec_discover() or hlb_exec_parse_pus()), create an executor
+ * (opens the devices once), describe the work as a codelet (one kernel per backend plus
+ * how to find a block's input and output), call hlb_executor_run() for n items, read the
+ * stats. One driver thread per PU asks the balancer for blocks, moves the block's data,
+ * runs the kernel, and feeds the measured compute and transfer times back as a sample.
+ * A kernel that fails gets its block taken back; a PU that fails repeatedly is retired and
+ * the run still completes on the others.
+ *
+ * Thread safety: an hlb_executor is used by one thread at a time (hlb_executor_run() blocks
+ * until the run is over). Inside a run, kernels of different PUs run concurrently on
+ * disjoint item ranges; the balancer is called under the executor's one mutex. The other
+ * functions here are safe from any thread.
+ */
+#ifndef HLB_EXEC_H
+#define HLB_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hlb/balancer.h"
+#include "hlb/export.h"
+#include "hlb/model.h"
+
+HLB_BEGIN_DECLS
+
+/* Most PUs one executor drives, and most shared buffers one codelet has. */
+#define HLB_EXEC_MAX_PUS 32
+#define HLB_EXEC_MAX_SHARED 4
+
+/* The kinds of backend. A build has cpu always, opencl and cuda when CMake found them. */
+typedef enum hlb_backend {
+  HLB_BACKEND_CPU = 0, /* a group of cores; kernels use OpenMP over them */
+  HLB_BACKEND_OPENCL,  /* any OpenCL device (GPU, or a CPU device such as PoCL's) */
+  HLB_BACKEND_CUDA,    /* an NVIDIA GPU through the CUDA runtime */
+  HLB_BACKEND_COUNT
+} hlb_backend;
+
+/* "cpu", "opencl", "cuda"; "?" for a value out of range. */
+HLB_EXTERN const char *hlb_backend_name(hlb_backend b);
+/* 1 when this build contains the backend, 0 otherwise. */
+HLB_EXTERN int hlb_backend_built(hlb_backend b);
+/* Devices the backend sees now (cpu: 1). 0 when not built or no device/driver. */
+HLB_EXTERN unsigned hlb_backend_devices(hlb_backend b);
+
+/* One processing unit the executor drives. */
+typedef struct hlb_exec_pu {
+  char name[32];         /* "cpu", "opencl:0", "cuda:1" */
+  hlb_backend backend;
+  unsigned device;       /* device index within its backend (0 for cpu) */
+  unsigned cores;        /* cpu: cores in the group (0 = every core not kept for a device) */
+  double throttle;       /* emulated slowdown: each block is stretched to throttle x its
+                            measured time (sleeping); 1 or 0 = none. For demos on one machine. */
+  char device_name[96];  /* filled by hlb_executor_create(): what the device calls itself */
+} hlb_exec_pu;
+
+/* Cores kept free to drive each GPU or OpenCL device (paper 003, sec. 4.3 "device fission":
+ * a core that also feeds a device slows both). The default of hlb_exec_discover(). */
+#define HLB_EXEC_CORES_PER_DEVICE 1u
+
+/* Every PU of this machine: one cpu PU of all cores minus HLB_EXEC_CORES_PER_DEVICE per
+ * device (at least one core), then each OpenCL device, then each CUDA device. Up to `cap`
+ * entries in pus; *n gets the count. */
+HLB_EXTERN int hlb_exec_discover(hlb_exec_pu *pus, unsigned cap, unsigned *n);
+
+/* PUs from a list such as "cpu,opencl:0,cuda:0", "cpu:2" (two cores) or "all".
+ * HLB_EINVAL naming the bad entry; HLB_ENOTFOUND for a device this machine lacks;
+ * HLB_EUNSUPPORTED for a backend not in this build. */
+HLB_EXTERN int hlb_exec_parse_pus(const char *spec, hlb_exec_pu *pus, unsigned cap, unsigned *n);
+
+/* What a kernel gets for one block. Pointers are in the PU's memory: host memory for cpu,
+ * cl_mem handles for opencl (cast the void * to cl_mem), device pointers for cuda. */
+typedef struct hlb_exec_call {
+  size_t begin, count;                  /* the block: items [begin, begin + count) */
+  const void *in;                       /* the block's input, in_bytes_per_item * count */
+  void *out;                            /* the block's output, out_bytes_per_item * count */
+  const void *shared[HLB_EXEC_MAX_SHARED]; /* the codelet's shared inputs, on the PU */
+  void *user;                           /* hlb_codelet.user */
+  unsigned threads;                     /* cpu: cores of this PU, for OpenMP num_threads */
+  void *queue;                          /* opencl: cl_command_queue; cuda: cudaStream_t */
+  unsigned device;                      /* device index within the backend */
+} hlb_exec_call;
+
+/* A host buffer every block reads (a matrix, the centroids): copied to each device once
+ * per run, and that copy is timed as the PU's setup transfer. */
+typedef struct hlb_exec_buffer {
+  const void *host;
+  size_t bytes;
+} hlb_exec_buffer;
+
+/* The work: one kernel per backend and where a block's data lives.
+ *
+ * Input of a block: pack(user, begin, count, dst) fills in_bytes_per_item * count bytes;
+ * without pack, the block's input is read from `in` + begin * in_bytes_per_item. Output is
+ * the mirror: unpack() or the array `out`. hlb moves the packed bytes to the device and
+ * back and times that as transfer; the kernel's time is the compute time. */
+typedef struct hlb_codelet {
+  const char *name;
+  void *user;
+  size_t in_bytes_per_item;  /* 0: the blocks have no input of their own */
+  size_t out_bytes_per_item; /* 0: no output (e.g. only a reduction in shared state) */
+  void (*pack)(void *user, size_t begin, size_t count, void *dst);
+  void (*unpack)(void *user, size_t begin, size_t count, const void *src);
+  const void *in;
+  void *out;
+  hlb_exec_buffer shared[HLB_EXEC_MAX_SHARED];
+  unsigned n_shared;
+
+  /* cpu kernel; returns 0, or a negative HLB_E* when the block failed. NULL: no cpu. */
+  int (*cpu)(const hlb_exec_call *c);
+  /* OpenCL C source and kernel name. The kernel's arguments are always
+   *   (global const uchar *in, global uchar *out, ulong begin, ulong count,
+   *    global const uchar *s0, global const uchar *s1, global const uchar *s2,
+   *    global const uchar *s3)
+   * (unused pointers are NULL), launched over count * opencl_work_per_item work items
+   * (0 means 1) rounded up to whole work groups of a fixed size: a work item whose
+   * get_global_id(0) is past count * opencl_work_per_item must return. At setup the kernel
+   * is launched once with count = 0 (a warm-up that takes lazy compilation out of the timed
+   * blocks). NULL source: no OpenCL. */
+  const char *opencl_source;
+  const char *opencl_kernel;
+  size_t opencl_work_per_item;
+  /* cuda launcher, compiled by nvcc in the caller's .cu file; queue is the cudaStream_t to
+   * launch on; the executor synchronises it. NULL: no CUDA. */
+  int (*cuda)(const hlb_exec_call *c);
+} hlb_codelet;
+
+/* Failures a PU tolerates in a row before it is retired (its block goes back to the pool
+ * each time). Three: one transient error is retried, a dead device is not retried forever. */
+#define HLB_EXEC_MAX_FAILURES 3u
+
+typedef struct hlb_exec_options {
+  const char *policy;    /* NULL: $HLB_POLICY, then the default */
+  const char *params;    /* policy parameters "name=value,..."; NULL for defaults */
+  size_t granularity;    /* blocks are multiples of this; 0 = 1 */
+  size_t min_block;      /* per-PU smallest block; 0 = granularity */
+  unsigned max_failures; /* consecutive failed blocks before a PU is retired; 0 = default */
+  int keep_log;          /* keep the decision log in the stats (needed for traces) */
+  /* Fault injection for tests and demos: PU index inject_pu (-1 = none) fails its
+   * inject_from-th block (1-based) and the inject_count - 1 after it (0 = every one from
+   * then on, so the PU ends retired). */
+  int inject_pu;
+  unsigned inject_from;
+  unsigned inject_count;
+} hlb_exec_options;
+
+/* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
+ * no injection. */
+HLB_EXTERN void hlb_exec_options_default(hlb_exec_options *o);
+
+typedef struct hlb_exec_pu_stats {
+  size_t items, blocks;  /* processed successfully */
+  size_t failed_blocks;  /* blocks whose kernel (or injection) failed */
+  int retired;           /* 1 if the PU was retired after repeated failures */
+  double busy_s;         /* time in blocks: transfers + compute + emulated throttle */
+  double compute_s, transfer_s, throttle_s, setup_s;
+  double finish_s;       /* end of the PU's last block, seconds from the run's start */
+  int fitted;            /* 1 when the balancer's model of this PU was fitted */
+  hlb_curve model;       /* the fitted F + G when fitted */
+  unsigned model_terms;  /* mask of hlb_term of the fit */
+} hlb_exec_pu_stats;
+
+typedef struct hlb_exec_stats {
+  char policy[32];
+  size_t n_items;
+  unsigned n_pus;
+  hlb_exec_pu pu[HLB_EXEC_MAX_PUS];
+  hlb_exec_pu_stats per_pu[HLB_EXEC_MAX_PUS];
+  double makespan_s;      /* wall time from the first grant to the last block's end */
+  double solver_s;        /* time spent inside the policy */
+  size_t n_log;           /* entries in log */
+  hlb_decision *log;      /* the decision log (owned; hlb_exec_stats_clear frees it) */
+} hlb_exec_stats;
+
+/* Free what a stats struct owns and zero it. Accepts a zeroed struct. */
+HLB_EXTERN void hlb_exec_stats_clear(hlb_exec_stats *s);
+/* Busy time as % of the makespan for PU i (0 when the makespan is 0). */
+HLB_EXTERN double hlb_exec_busy_pct(const hlb_exec_stats *s, unsigned i);
+
+typedef struct hlb_executor hlb_executor;
+
+/* Open the PUs' devices. Copies pus; fills their device_name. HLB_EDEVICE when a device
+ * does not open, HLB_EINVAL for a bad description. */
+HLB_EXTERN int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out);
+HLB_EXTERN void hlb_executor_destroy(hlb_executor *ex);
+/* The PUs as opened. */
+HLB_EXTERN unsigned hlb_executor_pu_count(const hlb_executor *ex);
+HLB_EXTERN const hlb_exec_pu *hlb_executor_pu(const hlb_executor *ex, unsigned i);
+
+/* Run the codelet over items [0, n_items). Blocks until every item is processed exactly
+ * once (0), or the run cannot finish (every PU retired: HLB_EDEVICE; a policy error: its
+ * code). A PU whose backend has no kernel in the codelet takes no work. Each run starts the
+ * models from what the previous run of this executor measured (the PUs' relative speeds),
+ * so iterative codes improve from one pass to the next. `stats` may be NULL; when given
+ * it is cleared and filled (call hlb_exec_stats_clear() after). */
+HLB_EXTERN int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
+                                const hlb_exec_options *opt, hlb_exec_stats *stats);
+
+/* Write the run as Chrome trace JSON (chrome://tracing, Perfetto): one row per PU, one
+ * slice per block with its transfer and compute parts. Needs the decision log. */
+HLB_EXTERN int hlb_exec_write_trace(const hlb_exec_stats *s, const char *path);
+
+HLB_END_DECLS
+
+#endif

@@ -1,0 +1,174 @@
+/* libhlb_mpi: hlb across MPI ranks. This header includes mpi.h; the core library never does.
+ *
+ * SPMD interface (FLEX-MPI, paper 002 section 3): an iterative code whose rows are split
+ * into one contiguous range per rank registers its row arrays, brackets each iteration's
+ * computation with hlb_spmd_begin()/hlb_spmd_end(), and at the end of each sampling interval
+ * the ranks measure, decide (include/hlb/repartition.h) and move rows to their new owners.
+ *
+ *   hlb_spmd *s; hlb_spmd_create(MPI_COMM_WORLD, n_rows, NULL, &s);
+ *   hlb_spmd_range(s, &first, &count);           // allocate count rows, fill them
+ *   hlb_spmd_register_dense(s, (void **)&A, n * sizeof(double));
+ *   for (it = 0; it < iters; it++) {
+ *     hlb_spmd_begin(s);  ...compute rows, exchange...  hlb_spmd_end(s, 0.0, &changed);
+ *     if (changed) hlb_spmd_range(s, &first, &count); // A now holds the new rows
+ *   }
+ *   hlb_spmd_destroy(s);
+ *
+ * Thread safety: one hlb_spmd per communicator, used by one thread of each rank. Every call
+ * marked "collective" must be made by all ranks of the communicator in the same order.
+ */
+#ifndef HLB_MPI_H
+#define HLB_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "hlb/error.h"
+#include "hlb/export.h"
+#include "hlb/repartition.h"
+
+HLB_BEGIN_DECLS
+
+typedef struct hlb_spmd_options {
+  const char *policy;    /* repartition policy; NULL: $HLB_REPART_POLICY, then "hlb" */
+  const char *params;    /* "name=value,..." for the policy; NULL for defaults */
+  unsigned interval;     /* iterations per sampling interval (002 4: 100); 0 = 100 */
+  int use_papi;          /* count FLOPs with PAPI when the machine allows it (default 1) */
+  size_t min_rows;       /* no rank is given fewer rows than this (default 1) */
+} hlb_spmd_options;
+
+/* Defaults: $HLB_REPART_POLICY or "hlb", interval 100, PAPI on, min_rows 1. */
+HLB_EXTERN void hlb_spmd_options_default(hlb_spmd_options *o);
+
+typedef struct hlb_spmd hlb_spmd;
+
+/* Collective. Split `rows` rows evenly over the ranks of `comm` (the papers' T_par split). */
+HLB_EXTERN int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt,
+                               hlb_spmd **out);
+/* Collective. Frees the monitor and the policy; registered arrays stay the caller's. */
+HLB_EXTERN void hlb_spmd_destroy(hlb_spmd *s);
+
+/* This rank's rows: [*first, *first + *count). */
+HLB_EXTERN void hlb_spmd_range(const hlb_spmd *s, size_t *first, size_t *count);
+/* Every rank's count and displacement (arrays of the communicator's size; may be NULL). */
+HLB_EXTERN void hlb_spmd_layout(const hlb_spmd *s, const size_t **counts, const size_t **displs);
+
+/* Register a dense array of this rank's rows, row_bytes bytes each, allocated with malloc:
+ * on redistribution the rows move to their new owners and *data is replaced by a new
+ * malloc'd buffer (the old one is freed). Up to 32 arrays. */
+HLB_EXTERN int hlb_spmd_register_dense(hlb_spmd *s, void **data, size_t row_bytes);
+
+/* A CSR matrix of this rank's rows: row_ptr has count + 1 entries starting at 0; col holds
+ * global column indices. All three arrays are malloc'd and replaced on redistribution. */
+typedef struct hlb_csr {
+  int64_t *row_ptr;
+  int64_t *col;
+  double *val;
+} hlb_csr;
+HLB_EXTERN int hlb_spmd_register_csr(hlb_spmd *s, hlb_csr *m);
+
+/* Collective. Per-row cost weights of this rank's rows (e.g. nonzeros per row): policies that
+ * use weights split by them, and they move with the rows. Copied. */
+HLB_EXTERN int hlb_spmd_set_row_weights(hlb_spmd *s, const double *local_weights);
+
+/* Open the measurement window of one iteration's computation (MPI time inside the window is
+ * counted as communication through PMPI). */
+HLB_EXTERN int hlb_spmd_begin(hlb_spmd *s);
+
+/* Collective. Close the window. `work` is this iteration's FLOP count if the application
+ * counts it (0: PAPI's count when available, else rows x weight). At the end of a sampling
+ * interval the policy decides and rows may move: *changed (may be NULL) is then 1 and
+ * hlb_spmd_range() gives the new range; registered pointers are already updated. */
+HLB_EXTERN int hlb_spmd_end(hlb_spmd *s, double work, int *changed);
+
+/* What happened so far. */
+typedef struct hlb_spmd_stats {
+  unsigned iterations;
+  unsigned intervals;
+  unsigned redistributions;
+  double redistribute_s;      /* total time spent moving rows (slowest rank) */
+  size_t rows_moved;          /* rows that changed owner, summed over redistributions */
+  int papi;                   /* 1 when FLOPs came from PAPI */
+  hlb_repart_decision last;   /* the last interval's decision */
+} hlb_spmd_stats;
+HLB_EXTERN void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out);
+
+/* Iteration (0-based, counted by hlb_spmd_end) after which the k-th redistribution happened,
+ * or -1. For benchmarks: how soon a rebalance follows a change of load. */
+HLB_EXTERN long hlb_spmd_redistribution_iteration(const hlb_spmd *s, unsigned k);
+
+/* ---- Distributed executor and link profiling (issue 5) -------------------------------
+ *
+ * hlb_mpi_run() is hlb_executor_run() across the ranks of a communicator: every rank offers
+ * its local PUs, rank 0 runs the one balancer over all of them (global PU index = the PUs of
+ * rank 0, then those of rank 1, ...), and a block's packed input and output travel between
+ * rank 0 and the PU's rank by non-blocking MPI. docs/mpi-executor.md has the protocol.
+ *
+ * Thread safety: hlb_mpi_run() and hlb_mpi_profile_links() are collective and must be called
+ * by the thread that initialised MPI (MPI_THREAD_FUNNELED or more is required: only that
+ * thread makes MPI calls; the PU driver threads talk to it through a queue). An MPI error
+ * prints one line naming the rank and calls MPI_Abort, so no rank waits forever on a lost
+ * peer. */
+
+#include "hlb/exec.h"
+
+/* What a distributed run did. Filled on rank 0 (zeroed on the other ranks). `exec` has the
+ * same per-PU fields as hlb_executor_run() fills, indexed by global PU, so code that prints
+ * an hlb_exec_stats prints this too; transfer_s of a remote PU includes the MPI time of its
+ * blocks' data. */
+typedef struct hlb_mpi_run_stats {
+  hlb_exec_stats exec;
+  int n_ranks;
+  int rank[HLB_EXEC_MAX_PUS];          /* the rank each global PU lives on */
+  unsigned local[HLB_EXEC_MAX_PUS];    /* its index among that rank's local PUs */
+  double setup_s;                      /* broadcast of the shared buffers (slowest rank) */
+  size_t bytes_to_ranks, bytes_from_ranks; /* block data rank 0 sent out and got back */
+  size_t remote_blocks;                /* blocks processed on ranks other than 0 */
+} hlb_mpi_run_stats;
+
+/* Free what the stats own (the decision log) and zero them. Accepts a zeroed struct. */
+HLB_EXTERN void hlb_mpi_run_stats_clear(hlb_mpi_run_stats *s);
+
+/* Collective. Process items [0, n_items) of `cl` on the local PUs of every rank of `comm`.
+ * Every rank passes its own local PUs (n_local may be 0) and the same codelet description
+ * (its kernels are this rank's functions); only rank 0's `in`/`pack`, `out`/`unpack` and
+ * shared buffers are used: rank 0 owns the data, broadcasts the shared buffers at the start
+ * (timed as setup) and sends each block's input with its grant. n_items and opt (policy,
+ * granularity, failures, fault injection with inject_pu a GLOBAL PU index) are rank 0's.
+ * Every rank returns the same code: 0 when every item was processed exactly once (checked on
+ * rank 0), else the first error, whose text hlb_last_error() gives on every rank. `stats`
+ * may be NULL; call hlb_mpi_run_stats_clear() after. */
+HLB_EXTERN int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
+                           const hlb_codelet *cl, size_t n_items, const hlb_exec_options *opt,
+                           hlb_mpi_run_stats *stats);
+
+/* Link and PU profiling for a cluster file (docs/cluster-format.md). */
+typedef struct hlb_mpi_profile_options {
+  size_t max_bytes;    /* largest ping-pong / host-to-device message; default 4 MiB */
+  unsigned n_sizes;    /* message sizes besides the empty one, halving from max_bytes (>= 2);
+                          default 5 */
+  unsigned reps;       /* round trips per size; the fastest is kept (default 5) */
+  size_t kernel_items; /* largest block of the built-in kernel timed for `time` (default 2^18) */
+  double item_in_bytes, item_out_bytes; /* the file's "item" member; default 4 and 4, the
+                                           built-in kernel's float in and out */
+} hlb_mpi_profile_options;
+
+/* Defaults as documented in the struct. */
+HLB_EXTERN void hlb_mpi_profile_options_default(hlb_mpi_profile_options *o);
+
+/* Collective. Measure and write a cluster file to `path` (on rank 0): one node per rank,
+ * whose link is rank 0 <-> rank ping-pong (rank 0's own: a memory copy), fitted per paper 003
+ * eq. 4 by least squares; one PU per local PU of each rank, whose link is the backend's
+ * host-to-device copy (absent for host-memory PUs) and whose `time` is the measured const +
+ * linear curve of the built-in kernel (paper 003 eq. 3's per-packet time). Every rank returns
+ * the same code. */
+HLB_EXTERN int hlb_mpi_profile_links(MPI_Comm comm, const hlb_exec_pu *local_pus,
+                                     unsigned n_local, const hlb_mpi_profile_options *opt,
+                                     const char *path);
+
+HLB_END_DECLS
+
+
+#endif

@@ -1,0 +1,103 @@
+/* The discrete-event cluster simulator: drives a balancer over a modelled cluster
+ * (DESIGN.md, "drivers"; docs/simulator.md).
+ *
+ * Each PU of a loaded hlb_cluster processes one block at a time: the block's input crosses
+ * the node link (shared by the node's PUs, FIFO) and the PU link, the PU computes for its
+ * true curve's time times a lognormal noise factor and any slowdown in force, and the output
+ * returns the same way. Compute and transfer times are reported to the balancer separately.
+ * Cluster events slow PUs down or kill them (the block in flight is lost and redone).
+ * Simulated time is deterministic for a seed: the same inputs give the same result, bit for
+ * bit, except the solver's wall-clock time.
+ *
+ * Thread safety: hlb_sim_run() keeps all its state in the call; several runs may proceed in
+ * parallel on one shared (read-only) hlb_cluster. A hlb_sim_result is owned by one thread.
+ */
+#ifndef HLB_SIM_H
+#define HLB_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hlb/cluster.h"
+#include "hlb/export.h"
+
+HLB_BEGIN_DECLS
+
+/* What to simulate. Zero-initialise and set n_items; the rest has defaults. */
+typedef struct hlb_sim_options {
+  size_t n_items;     /* items to process; > 0 */
+  size_t granularity; /* blocks are multiples of this (the balancer's); 0 means 1 */
+  const char *policy; /* policy name; NULL: $HLB_POLICY, then the default */
+  const char *params; /* policy parameters "k=v,..."; NULL for defaults */
+  uint64_t seed;      /* noise stream; the same seed gives the same run */
+  int keep_trace;     /* record every block's slices for hlb_sim_write_trace() */
+  int no_noise;       /* 1: ignore the cluster's noise_sigma (each block takes its true time) */
+  int no_events;      /* 1: ignore the cluster's slowdown and fail events */
+} hlb_sim_options;
+
+/* One phase of one block, recorded when keep_trace is set. */
+typedef enum hlb_sim_phase {
+  HLB_SIM_PHASE_IN = 0,  /* input transfer (node link, then PU link) */
+  HLB_SIM_PHASE_COMPUTE, /* compute */
+  HLB_SIM_PHASE_OUT      /* output transfer (PU link, then node link) */
+} hlb_sim_phase;
+
+typedef struct hlb_sim_slice {
+  unsigned pu;
+  hlb_sim_phase phase;
+  int lost;            /* 1: the block was lost to a failure during or after this slice */
+  size_t begin, count; /* the block's items */
+  double start_s, end_s;
+} hlb_sim_slice;
+
+/* What a run produced. Arrays have n_pus (or n_kinds) entries. */
+typedef struct hlb_sim_result {
+  char policy[64];      /* the policy's name as resolved */
+  double makespan_s;    /* time the last block's output arrived */
+  double lower_bound_s; /* hlb_sim_lower_bound() of the same cluster and items */
+  double ratio;         /* makespan / lower bound */
+  size_t blocks;        /* blocks completed */
+  size_t blocks_lost;   /* blocks lost to failures (and redone) */
+  uint64_t events;      /* simulation events processed */
+  double solver_s;      /* wall-clock time inside the policy (not deterministic) */
+  int exactly_once;     /* 1: hlb_balancer_check_exactly_once() passed */
+  unsigned n_pus;
+  size_t *items_per_pu;    /* items of the completed blocks */
+  double *busy_s;          /* time each PU spent computing or moving its own data */
+  double *alive_s;         /* time each PU was alive within the makespan */
+  unsigned n_kinds;        /* distinct PU kinds, in order of first appearance */
+  const char **kind_names; /* point into the cluster: valid while it lives */
+  double *idle_pct;        /* per kind: 100 * (1 - sum busy / sum alive) */
+  size_t n_slices;         /* trace slices (keep_trace only) */
+  hlb_sim_slice *slices;
+} hlb_sim_result;
+
+/* Simulate one run of opt->policy on cluster c. On success *out holds the result (free with
+ * hlb_sim_result_free). Errors: HLB_EINVAL for bad options, HLB_ENOTFOUND for an unknown
+ * policy, HLB_ESTATE when every PU failed with items left; hlb_last_error() says which. */
+HLB_EXTERN int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result **out);
+
+HLB_EXTERN void hlb_sim_result_free(hlb_sim_result *r);
+
+/* The reference makespan: the equal-finish-time split of n_items (hlb_eft_solve), one block
+ * per PU, each PU's curve being its true compute time plus the uncontended transfer of its
+ * block in and out over its node link and its PU link (latencies counted once). No noise, no
+ * events, no link sharing, no policy overhead. It is a true lower bound of every run without
+ * noise and events when compute curves are subadditive (no quadratic, cubic or x log x term);
+ * docs/simulator.md explains. */
+HLB_EXTERN int hlb_sim_lower_bound(const hlb_cluster *c, size_t n_items, double *out);
+
+/* The true time curve (compute + uncontended transfers) of PU p, as used by the bound. */
+HLB_EXTERN void hlb_sim_pu_curve(const hlb_cluster *c, unsigned p, hlb_curve *out);
+
+/* Write the slices of one or more runs as Chrome trace JSON (Perfetto, chrome://tracing):
+ * one process per run and node ("<label> / <node>"), one track per PU, slices "in",
+ * "compute", "out" with the block's items in args. labels[i] names runs[i]; each run needs
+ * keep_trace. HLB_EIO when the file cannot be written. */
+HLB_EXTERN int hlb_sim_write_trace(const char *path, const hlb_cluster *c,
+                                   const hlb_sim_result *const *runs, const char *const *labels,
+                                   unsigned n_runs);
+
+HLB_END_DECLS
+
+#endif

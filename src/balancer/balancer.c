@@ -1,0 +1,470 @@
+/* The balancer: pool + per-PU models + policy, and the decision log (DESIGN.md). */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "balancer/balancer_internal.h"
+#include "common/clock.h"
+#include "common/error_internal.h"
+#include "policy/params.h"
+
+/* ---- creation ------------------------------------------------------------------------- */
+
+static int check_pu(const hlb_pu_desc *d, unsigned p, size_t g) {
+  if (!(d->speed_hint >= 0) || isinf(d->speed_hint))
+    return hlb__error(HLB_EINVAL, "pu %u: speed_hint must be finite and >= 0, got %g", p,
+                      d->speed_hint);
+  if (d->max_block && d->max_block < g)
+    return hlb__error(HLB_EINVAL, "pu %u: max_block %zu is smaller than the granularity %zu", p,
+                      d->max_block, g);
+  if (d->max_block && d->min_block > d->max_block)
+    return hlb__error(HLB_EINVAL, "pu %u: min_block %zu is larger than max_block %zu", p,
+                      d->min_block, d->max_block);
+  return 0;
+}
+
+static int check_config(const hlb_balancer_config *c) {
+  if (!c) return hlb__error(HLB_EINVAL, "balancer: config is NULL");
+  if (c->n_items == 0) return hlb__error(HLB_EINVAL, "balancer: n_items must be > 0, got 0");
+  if (c->n_pus == 0) return hlb__error(HLB_EINVAL, "balancer: n_pus must be > 0, got 0");
+  if (!c->pus) return hlb__error(HLB_EINVAL, "balancer: pus is NULL for %u PUs", c->n_pus);
+  size_t g = c->granularity ? c->granularity : 1;
+  for (unsigned p = 0; p < c->n_pus; p++) {
+    int rc = check_pu(&c->pus[p], p, g);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static size_t copy_str(char **dst, const char *s) {
+  size_t n = strlen(s) + 1;
+  memcpy(*dst, s, n);
+  *dst += n;
+  return n;
+}
+
+/* Copy the PU table with defaults applied: speed 1 when unknown, min/max blocks rounded to
+ * the granularity (min up, max down). Names and kinds are copied so the caller's strings
+ * need not outlive create(). */
+static int copy_pus(hlb_balancer *b, const hlb_balancer_config *c) {
+  size_t bytes = 0;
+  for (unsigned p = 0; p < c->n_pus; p++)
+    bytes += strlen(c->pus[p].name ? c->pus[p].name : "") +
+             strlen(c->pus[p].kind ? c->pus[p].kind : "") + 2;
+  b->pus = calloc(c->n_pus, sizeof *b->pus);
+  b->names = malloc(bytes);
+  if (!b->pus || !b->names)
+    return hlb__error(HLB_ENOMEM, "balancer: cannot copy %u PU descriptions", c->n_pus);
+  char *w = b->names;
+  size_t g = b->granularity;
+  for (unsigned p = 0; p < c->n_pus; p++) {
+    hlb_pu_desc *d = &b->pus[p];
+    *d = c->pus[p];
+    d->name = w;
+    copy_str(&w, c->pus[p].name ? c->pus[p].name : "");
+    d->kind = w;
+    copy_str(&w, c->pus[p].kind ? c->pus[p].kind : "");
+    if (d->speed_hint == 0) d->speed_hint = 1.0;
+    d->min_block = d->min_block > g ? (d->min_block + g - 1) / g * g : g;
+    if (d->max_block) d->max_block = d->max_block / g * g;
+  }
+  return 0;
+}
+
+static int make_models(hlb_balancer *b) {
+  hlb_model_options opt;
+  hlb_model_options_default(&opt);
+  if (b->ops->struct_size >= offsetof(hlb_policy_ops, model_options) + sizeof(void *) &&
+      b->ops->model_options)
+    b->ops->model_options(b->param, &opt);
+  b->models = calloc(b->n_pus, sizeof *b->models);
+  if (!b->models) return hlb__error(HLB_ENOMEM, "balancer: cannot allocate %u models", b->n_pus);
+  for (unsigned p = 0; p < b->n_pus; p++) {
+    int rc = hlb_model_create((double)b->n_items, &opt, &b->models[p]);
+    if (rc) return hlb__error_prefix(rc, "balancer: model of pu %u: ", p);
+  }
+  return 0;
+}
+
+static int check_ops(const hlb_policy_ops *ops) {
+  if (ops->abi_version != HLB_POLICY_ABI_VERSION)
+    return hlb__error(HLB_EINVAL, "policy '%s': abi_version %u, this balancer speaks %u", ops->name,
+                      ops->abi_version, HLB_POLICY_ABI_VERSION);
+  if (ops->struct_size < offsetof(hlb_policy_ops, fini) + sizeof(void *) || !ops->init ||
+      !ops->next || !ops->done || !ops->fini)
+    return hlb__error(HLB_EINVAL, "policy '%s': incomplete ops table", ops->name);
+  return 0;
+}
+
+static int setup_policy(hlb_balancer *b, const hlb_balancer_config *c) {
+  int rc = hlb__policy_resolve(c->policy, &b->ops);
+  if (!rc) rc = check_ops(b->ops);
+  if (rc) return rc;
+  b->param = calloc(b->ops->n_params ? b->ops->n_params : 1, sizeof *b->param);
+  if (!b->param) return hlb__error(HLB_ENOMEM, "balancer: cannot allocate policy parameters");
+  /* Parameters follow the same order as the name: the API, then the environment. */
+  const char *text = c->params ? c->params : getenv("HLB_POLICY_PARAMS");
+  rc = hlb__params_parse(b->ops->name, b->ops->params, b->ops->n_params, text, b->param);
+  if (rc && !c->params) return hlb__error_prefix(rc, "$HLB_POLICY_PARAMS: ");
+  return rc;
+}
+
+static int setup_state(hlb_balancer *b) {
+  b->pu = calloc(b->n_pus, sizeof *b->pu);
+  if (!b->pu) return hlb__error(HLB_ENOMEM, "balancer: cannot allocate state of %u PUs", b->n_pus);
+  for (unsigned p = 0; p < b->n_pus; p++) {
+    hlb__flight_list_init(&b->pu[p].flying);
+    b->pu[p].alive = 1;
+  }
+  b->alive = b->n_pus;
+  hlb__pool_init(&b->pool, b->n_items, b->granularity);
+  return hlb__flights_init(&b->flights);
+}
+
+static int start_policy(hlb_balancer *b) {
+  hlb_policy_ctx *x = &b->ctx;
+  x->n_pus = b->n_pus;
+  x->pus = b->pus;
+  x->n_items = b->n_items;
+  x->granularity = b->granularity;
+  x->models = b->models;
+  x->param = b->param;
+  x->balancer = b;
+  b->state = NULL;
+  int rc = b->ops->init(x, &b->state);
+  if (rc) {
+    b->state = NULL; /* a failing init() frees what it made */
+    return hlb__error_prefix(rc, "policy '%s': init: ", b->ops->name);
+  }
+  return 0;
+}
+
+int hlb_balancer_create(const hlb_balancer_config *cfg, hlb_balancer **out) {
+  if (!out) return hlb__error(HLB_EINVAL, "balancer: out is NULL");
+  *out = NULL;
+  int rc = check_config(cfg);
+  if (rc) return rc;
+  hlb_balancer *b = calloc(1, sizeof *b);
+  if (!b) return hlb__error(HLB_ENOMEM, "balancer: out of memory");
+  b->n_pus = cfg->n_pus;
+  b->n_items = cfg->n_items;
+  b->granularity = cfg->granularity ? cfg->granularity : 1;
+  b->keep_log = cfg->keep_log;
+  rc = setup_policy(b, cfg);
+  if (!rc) rc = copy_pus(b, cfg);
+  if (!rc) rc = setup_state(b);
+  if (!rc) rc = make_models(b);
+  if (!rc) rc = start_policy(b);
+  if (rc) {
+    hlb_balancer_destroy(b);
+    return rc;
+  }
+  *out = b;
+  return 0;
+}
+
+void hlb_balancer_destroy(hlb_balancer *b) {
+  if (!b) return;
+  if (b->ops && b->state) b->ops->fini(b->state);
+  if (b->models)
+    for (unsigned p = 0; p < b->n_pus; p++)
+      hlb_model_destroy(b->models[p]);
+  free(b->models);
+  hlb__pool_fini(&b->pool);
+  hlb__flights_fini(&b->flights);
+  free(b->pu);
+  free(b->pus);
+  free(b->names);
+  free(b->param);
+  free(b->log);
+  free(b);
+}
+
+/* ---- granting ------------------------------------------------------------------------- */
+
+/* The policy's wish rounded to the closest multiple of the granularity (001 III.D: "rounded
+ * to the closest valid application data block size"), then bounded by the PU's blocks. */
+static size_t clamp_count(const hlb_balancer *b, unsigned pu, size_t want) {
+  size_t g = b->granularity;
+  if (want > b->n_items) want = b->n_items;
+  size_t c = (want + g / 2) / g * g;
+  const hlb_pu_desc *d = &b->pus[pu];
+  if (c < d->min_block) c = d->min_block;
+  if (d->max_block && c > d->max_block) c = d->max_block;
+  return c;
+}
+
+static int log_grant(hlb_balancer *b, const hlb__flight *r) {
+  if (b->n_log == b->cap_log) {
+    size_t cap = b->cap_log ? b->cap_log * 2 : 1024;
+    hlb_decision *l = realloc(b->log, cap * sizeof *l);
+    if (!l)
+      return hlb__error(HLB_ENOMEM, "balancer: cannot grow the decision log to %zu entries", cap);
+    b->log = l;
+    b->cap_log = cap;
+  }
+  hlb_decision *e = &b->log[b->n_log++];
+  e->time_s = r->granted_s;
+  e->pu = r->pu;
+  e->begin = r->begin;
+  e->count = r->count;
+  e->predicted_s = r->predicted_s;
+  e->measured_s = e->compute_s = e->transfer_s = e->end_s = NAN;
+  e->solver_s = 0;
+  e->outcome = HLB_OUTCOME_PENDING;
+  return 0;
+}
+
+static int grant(hlb_balancer *b, unsigned pu, double now, size_t want, double solver,
+                 hlb_block *out) {
+  const hlb_pu_desc *d = &b->pus[pu];
+  hlb__range r;
+  int rc = hlb__pool_take(&b->pool, clamp_count(b, pu, want),
+                          d->max_block ? d->max_block : SIZE_MAX, &r);
+  uint32_t idx;
+  if (!rc) rc = hlb__flights_add(&b->flights, &b->pu[pu].flying, b->next_id, &idx);
+  if (rc) return rc;
+  hlb__flight *f = &b->flights.rec[idx];
+  f->begin = r.begin;
+  f->count = r.count;
+  f->granted_s = now;
+  f->pu = pu;
+  /* The model as the policy last fitted it: the balancer never refits on its own, so that
+   * keeping a log cannot change a decision. */
+  f->predicted_s = hlb_model_predict(b->models[pu], (double)r.count);
+  f->log_index = SIZE_MAX;
+  if (b->keep_log) {
+    if ((rc = log_grant(b, f))) return rc;
+    f->log_index = b->n_log - 1;
+    b->log[f->log_index].solver_s = solver;
+  }
+  b->in_flight++;
+  b->busy += b->pu[pu].flying.count == 1;
+  *out = (hlb_block){
+      .id = b->next_id++, .begin = r.begin, .count = r.count, .pu = pu, .granted_s = now};
+  return HLB_GRANT;
+}
+
+static int check_pu_index(const hlb_balancer *b, unsigned pu, const char *what) {
+  if (!b) return hlb__error(HLB_EINVAL, "%s: balancer is NULL", what);
+  if (pu >= b->n_pus)
+    return hlb__error(HLB_EINVAL, "%s: pu %u out of range (%u PUs)", what, pu, b->n_pus);
+  return 0;
+}
+
+/* Ask the policy; WAIT with nothing in flight would never be woken, so it is an error. */
+static int ask_policy(hlb_balancer *b, unsigned pu, double now, size_t *want, double *solver) {
+  *want = 0;
+  double t0 = hlb__now();
+  int rc = b->ops->next(b->state, pu, now, want);
+  *solver = hlb__now() - t0;
+  b->solver_s += *solver;
+  if (rc == HLB_WAIT && b->in_flight == 0)
+    return hlb__error(HLB_ESTATE,
+                      "policy '%s' made pu %u wait with no block in flight: nothing would wake it",
+                      b->ops->name, pu);
+  if (rc < 0) return hlb__error_prefix(rc, "policy '%s', pu %u: ", b->ops->name, pu);
+  if (rc == HLB_GRANT && *want == 0)
+    return hlb__error(HLB_ESTATE, "policy '%s' granted pu %u a block of 0 items", b->ops->name, pu);
+  if (rc != HLB_GRANT && rc != HLB_WAIT)
+    return hlb__error(HLB_ESTATE, "policy '%s' returned %d from next() for pu %u", b->ops->name, rc,
+                      pu);
+  return rc;
+}
+
+int hlb_balancer_next(hlb_balancer *b, unsigned pu, double now, hlb_block *out) {
+  int rc = check_pu_index(b, pu, "hlb_balancer_next");
+  if (rc) return rc;
+  if (!out) return hlb__error(HLB_EINVAL, "hlb_balancer_next: out is NULL");
+  int finished = b->pool.done_items == b->n_items;
+  if (!b->pu[pu].alive) {
+    if (b->alive == 0 && !finished)
+      return hlb__error(HLB_ESTATE, "every PU is retired with %zu of %zu items not processed",
+                        b->n_items - b->pool.done_items, b->n_items);
+    return HLB_DONE;
+  }
+  if (finished) return HLB_DONE;
+  /* Nothing to hand out but blocks in flight: they may fail and come back. */
+  if (hlb__pool_remaining(&b->pool) == 0) return HLB_WAIT;
+  size_t want;
+  double solver;
+  rc = ask_policy(b, pu, now, &want, &solver);
+  if (rc != HLB_GRANT) return rc;
+  return grant(b, pu, now, want, solver, out);
+}
+
+/* ---- completion ----------------------------------------------------------------------- */
+
+/* The in-flight record of blk on pu, or HLB__NIL with the error raised. */
+static uint32_t find_flying(const hlb_balancer *b, unsigned pu, const hlb_block *blk,
+                            const char *what) {
+  uint32_t i = hlb__flights_find(&b->flights, blk->id);
+  const hlb__flight *f = i == HLB__NIL ? NULL : &b->flights.rec[i];
+  if (!f || f->pu != pu || f->begin != blk->begin || f->count != blk->count) {
+    hlb__error(HLB_ESTATE, "%s: pu %u: block %llu [%zu, +%zu) is not in flight on this PU", what,
+               pu, (unsigned long long)blk->id, blk->begin, blk->count);
+    return HLB__NIL;
+  }
+  return i;
+}
+
+static void log_outcome(hlb_balancer *b, const hlb__flight *f, const hlb_sample *s, double end,
+                        hlb_outcome o) {
+  if (f->log_index == SIZE_MAX) return;
+  hlb_decision *e = &b->log[f->log_index];
+  e->outcome = o;
+  e->end_s = end;
+  if (s) {
+    e->compute_s = s->compute_s;
+    e->transfer_s = s->transfer_s;
+    e->measured_s = s->compute_s + s->transfer_s;
+  }
+}
+
+/* Take record i out of flight; *blk receives the block as granted. */
+static void land(hlb_balancer *b, uint32_t i, hlb_block *blk) {
+  const hlb__flight *f = &b->flights.rec[i];
+  *blk = (hlb_block){
+      .id = f->id, .begin = f->begin, .count = f->count, .pu = f->pu, .granted_s = f->granted_s};
+  hlb__flight_list *l = &b->pu[f->pu].flying;
+  hlb__flights_remove(&b->flights, l, i);
+  b->in_flight--;
+  b->busy -= l->count == 0;
+}
+
+int hlb_sample_valid(const hlb_sample *s) {
+  return s && s->block.count > 0 && isfinite(s->compute_s) && s->compute_s > 0 &&
+         isfinite(s->transfer_s) && s->transfer_s >= 0;
+}
+
+int hlb_balancer_done(hlb_balancer *b, unsigned pu, const hlb_sample *s) {
+  int rc = check_pu_index(b, pu, "hlb_balancer_done");
+  if (rc) return rc;
+  if (!s) return hlb__error(HLB_EINVAL, "hlb_balancer_done: sample is NULL");
+  uint32_t i = find_flying(b, pu, &s->block, "hlb_balancer_done");
+  if (i == HLB__NIL) return HLB_ESTATE;
+  log_outcome(b, &b->flights.rec[i], s, s->end_s, HLB_OUTCOME_DONE);
+  hlb_sample fed = *s;
+  land(b, i, &fed.block);
+  if ((rc = hlb__pool_complete(&b->pool, (hlb__range){fed.block.begin, fed.block.count})))
+    return rc;
+  /* The model first, so the policy's done() sees the newest sample (DESIGN.md). */
+  int add = hlb_model_add(b->models[pu], (double)fed.block.count, fed.compute_s, fed.transfer_s);
+  char why[256] = "";
+  if (add == HLB_ESAMPLE) {
+    b->rejected++;
+    snprintf(why, sizeof why, "%s", hlb_last_error());
+  }
+  double t0 = hlb__now();
+  b->ops->done(b->state, pu, &fed);
+  b->solver_s += hlb__now() - t0;
+  if (add == HLB_ESAMPLE)
+    return hlb__error(HLB_ESAMPLE, "pu %u, block %llu: %s", pu, (unsigned long long)fed.block.id,
+                      why);
+  return add;
+}
+
+int hlb_balancer_fail(hlb_balancer *b, unsigned pu, const hlb_block *blk, double now) {
+  int rc = check_pu_index(b, pu, "hlb_balancer_fail");
+  if (rc) return rc;
+  if (!blk) return hlb__error(HLB_EINVAL, "hlb_balancer_fail: block is NULL");
+  uint32_t i = find_flying(b, pu, blk, "hlb_balancer_fail");
+  if (i == HLB__NIL) return HLB_ESTATE;
+  log_outcome(b, &b->flights.rec[i], NULL, now, HLB_OUTCOME_FAILED);
+  hlb_block lost;
+  land(b, i, &lost);
+  if ((rc = hlb__pool_give_back(&b->pool, (hlb__range){lost.begin, lost.count}))) return rc;
+  if (b->ops->failed) b->ops->failed(b->state, pu, &lost);
+  return 0;
+}
+
+int hlb_balancer_retire(hlb_balancer *b, unsigned pu) {
+  int rc = check_pu_index(b, pu, "hlb_balancer_retire");
+  if (rc) return rc;
+  if (!b->pu[pu].alive) return 0;
+  if (b->pu[pu].flying.count)
+    return hlb__error(HLB_ESTATE,
+                      "hlb_balancer_retire: pu %u still has %u blocks in flight; report them "
+                      "with hlb_balancer_fail first",
+                      pu, b->pu[pu].flying.count);
+  b->pu[pu].alive = 0;
+  b->alive--;
+  if (b->ops->retired) b->ops->retired(b->state, pu);
+  return 0;
+}
+
+/* ---- queries -------------------------------------------------------------------------- */
+
+size_t hlb_balancer_remaining(const hlb_balancer *b) {
+  return hlb__pool_remaining(&b->pool);
+}
+
+int hlb_balancer_finished(const hlb_balancer *b) {
+  return b->pool.done_items == b->n_items;
+}
+
+int hlb_balancer_check_exactly_once(const hlb_balancer *b) {
+  if (!b) return hlb__error(HLB_EINVAL, "hlb_balancer_check_exactly_once: balancer is NULL");
+  return hlb__pool_check(&b->pool);
+}
+
+const char *hlb_balancer_policy(const hlb_balancer *b) {
+  return b->ops->name;
+}
+
+const struct hlb_model *hlb_balancer_model(const hlb_balancer *b, unsigned pu) {
+  return pu < b->n_pus ? b->models[pu] : NULL;
+}
+
+size_t hlb_balancer_log(const hlb_balancer *b, const hlb_decision **entries) {
+  if (entries) *entries = b->log;
+  return b->n_log;
+}
+
+double hlb_balancer_solver_seconds(const hlb_balancer *b) {
+  return b->solver_s;
+}
+size_t hlb_balancer_rejected(const hlb_balancer *b) {
+  return b->rejected;
+}
+uint64_t hlb_balancer_blocks(const hlb_balancer *b) {
+  return b->next_id;
+}
+size_t hlb_balancer_processed(const hlb_balancer *b) {
+  return b->pool.done_items;
+}
+
+unsigned hlb_balancer_in_flight(const hlb_balancer *b, unsigned pu) {
+  return pu < b->n_pus ? b->pu[pu].flying.count : 0;
+}
+
+int hlb_balancer_oldest_in_flight(const hlb_balancer *b, unsigned pu, hlb_block *out) {
+  if (pu >= b->n_pus || b->pu[pu].flying.head == HLB__NIL) return 0;
+  const hlb__flight *f = &b->flights.rec[b->pu[pu].flying.head];
+  *out = (hlb_block){
+      .id = f->id, .begin = f->begin, .count = f->count, .pu = f->pu, .granted_s = f->granted_s};
+  return 1;
+}
+
+int hlb_balancer_pu_alive(const hlb_balancer *b, unsigned pu) {
+  return pu < b->n_pus && b->pu[pu].alive;
+}
+
+unsigned hlb_balancer_alive(const hlb_balancer *b) {
+  return b->alive;
+}
+
+int hlb__balancer_record_completed(hlb_balancer *b, size_t begin, size_t count) {
+  return hlb__pool_complete(&b->pool, (hlb__range){begin, count});
+}
+
+unsigned hlb_balancer_busy(const hlb_balancer *b) {
+  return b->busy;
+}
+
+size_t hlb_balancer_in_flight_total(const hlb_balancer *b) {
+  return b->in_flight;
+}

@@ -1,0 +1,49 @@
+/* The balancer's state, shared by the files of src/balancer and visible to its unit tests.
+ *
+ * Thread safety: none (see include/hlb/balancer.h); the driver serialises calls.
+ */
+#ifndef HLB_BALANCER_INTERNAL_H
+#define HLB_BALANCER_INTERNAL_H
+
+#include "balancer/flight.h"
+#include "balancer/pool.h"
+#include "hlb/policy.h"
+
+/* Per-PU state of the balancer. */
+typedef struct hlb__pu_state {
+  hlb__flight_list flying; /* blocks in flight, oldest first */
+  int alive;
+} hlb__pu_state;
+
+struct hlb_balancer {
+  const hlb_policy_ops *ops;
+  void *state; /* the policy's */
+  hlb_policy_ctx ctx;
+  double *param;    /* ctx.param, in the order of ops->params */
+  hlb_pu_desc *pus; /* copy of cfg.pus with defaults applied; names copied below */
+  char *names;      /* storage of the copied name and kind strings */
+  hlb_model **models;
+  hlb__pu_state *pu;
+  unsigned n_pus, alive;
+  size_t n_items, granularity;
+  hlb__pool pool;
+  hlb__flights flights;
+  uint64_t next_id;
+  size_t in_flight; /* over all PUs */
+  unsigned busy;    /* PUs with a block in flight */
+  size_t rejected;
+  double solver_s;
+  int keep_log;
+  hlb_decision *log;
+  size_t n_log, cap_log;
+};
+
+/* Resolve a policy name: `name`, else $HLB_POLICY, else HLB_POLICY_DEFAULT. "help" prints
+ * the registered policies on stderr and returns HLB_ENOTFOUND. */
+int hlb__policy_resolve(const char *name, const hlb_policy_ops **out);
+
+/* For tests of the exactly-once proof: record a completed range as if a block had been
+ * processed, bypassing the in-flight bookkeeping. */
+int hlb__balancer_record_completed(hlb_balancer *b, size_t begin, size_t count);
+
+#endif

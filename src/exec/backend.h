@@ -1,0 +1,48 @@
+/* The backend vtable of the executor. Each backend lives in its own file under backends/
+ * and defines one `const hlb__backend_ops hlb__backend_<name>`; CMake compiles the backends
+ * it found and generates backends.inc listing them, so the core never includes a device
+ * header and has no #ifdef per backend.
+ *
+ * Thread safety: a device handle is used by its PU's driver thread only; devices() and
+ * device_name() may be called from any thread.
+ */
+#ifndef HLB_EXEC_BACKEND_H
+#define HLB_EXEC_BACKEND_H
+
+#include <stddef.h>
+
+#include "hlb/exec.h"
+
+typedef struct hlb__backend_ops {
+  hlb_backend kind;
+  /* 1 when the device's memory is the host's (cpu): blocks are read and written in place,
+   * with no staging copy. */
+  int host_memory;
+  /* Devices present (0 when the driver or runtime is missing). */
+  unsigned (*devices)(void);
+  /* Open device `pu->device`; write its name into pu->device_name. HLB_EDEVICE on failure. */
+  int (*open)(hlb_exec_pu *pu, void **dev);
+  void (*close)(void *dev);
+  /* Before a run: build the codelet's kernel, copy its shared buffers to the device (the
+   * pointers to pass as call->shared go into shared[]). */
+  int (*prepare)(void *dev, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED]);
+  /* After a run: free what prepare() made. */
+  void (*unprepare)(void *dev);
+  /* Device memory for a block; a zero size gives NULL and succeeds. */
+  int (*alloc)(void *dev, size_t bytes, void **buf);
+  void (*release)(void *dev, void *buf);
+  int (*to_device)(void *dev, void *dst, const void *src, size_t bytes);
+  int (*to_host)(void *dev, void *dst, const void *src, size_t bytes);
+  /* Run the kernel on one block and wait for it. Fills call->queue/threads/device. */
+  int (*run)(void *dev, const hlb_codelet *cl, hlb_exec_call *call);
+  /* 1 when the codelet has a kernel for this backend. */
+  int (*has_kernel)(const hlb_codelet *cl);
+} hlb__backend_ops;
+
+/* The backend of a kind in this build, or NULL. */
+const hlb__backend_ops *hlb__backend_get(hlb_backend kind);
+
+/* Cores of this machine (hwloc when available, else sysconf). */
+unsigned hlb__cpu_cores(void);
+
+#endif

@@ -1,0 +1,266 @@
+/* The opencl backend: any OpenCL device, numbered across all platforms in platform order.
+ * PoCL's CPU device runs in CI, so a second device kind is exercised without a GPU.
+ * Programs are built once per run (prepare); each block gets device buffers, a blocking
+ * write, the kernel (waited with clFinish) and a blocking read, timed by the core. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error_internal.h"
+#include "exec/backend.h"
+
+#define CL_MAX_DEVICES 16
+
+/* Every device of every platform, in order; 0 when there is no ICD or platform. */
+static unsigned cl_list(cl_device_id *out, unsigned cap) {
+  cl_platform_id plats[8];
+  cl_uint np = 0;
+  if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS)
+    return 0;
+  unsigned n = 0;
+  for (cl_uint p = 0; p < np && n < cap; p++) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, cap - n, out + n, &nd) == CL_SUCCESS)
+      n += nd;
+  }
+  return n;
+}
+
+static unsigned cl_devices(void) {
+  cl_device_id ids[CL_MAX_DEVICES];
+  return cl_list(ids, CL_MAX_DEVICES);
+}
+
+typedef struct cl_dev {
+  cl_device_id id;
+  cl_context ctx;
+  cl_command_queue q;
+  cl_program prog;
+  cl_kernel kern;
+  cl_mem shared[HLB_EXEC_MAX_SHARED];
+  size_t local; /* work-group size used for every launch */
+  char name[32];
+} cl_dev;
+
+/* Work-group size of every launch, when the kernel allows it. Fixed rather than left to the
+ * runtime: PoCL compiles a kernel per work-group size, and a size that changed with each
+ * block's size would put a compilation into the timed blocks. */
+#define HLB_OPENCL_LOCAL 64
+
+static int cl_open(hlb_exec_pu *pu, void **out) {
+  cl_device_id ids[CL_MAX_DEVICES];
+  unsigned n = cl_list(ids, CL_MAX_DEVICES);
+  if (pu->device >= n)
+    return hlb__error(HLB_ENOTFOUND, "pu '%s': no OpenCL device %u (this machine has %u)",
+                      pu->name, pu->device, n);
+  cl_dev *d = calloc(1, sizeof *d);
+  if (!d)
+    return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
+  d->id = ids[pu->device];
+  snprintf(d->name, sizeof d->name, "%s", pu->name);
+  cl_int err;
+  d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);
+  if (err == CL_SUCCESS)
+    d->q = clCreateCommandQueue(d->ctx, d->id, 0, &err);
+  if (err != CL_SUCCESS) {
+    if (d->ctx)
+      clReleaseContext(d->ctx);
+    free(d);
+    return hlb__error(HLB_EDEVICE, "pu '%s': cannot open OpenCL device %u (error %d)", pu->name,
+                      pu->device, (int)err);
+  }
+  clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof pu->device_name - 1, pu->device_name, NULL);
+  *out = d;
+  return 0;
+}
+
+static void cl_unprepare(void *dev) {
+  cl_dev *d = dev;
+  for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++) {
+    if (d->shared[i])
+      clReleaseMemObject(d->shared[i]);
+    d->shared[i] = NULL;
+  }
+  if (d->kern)
+    clReleaseKernel(d->kern);
+  if (d->prog)
+    clReleaseProgram(d->prog);
+  d->kern = NULL;
+  d->prog = NULL;
+}
+
+static void cl_close(void *dev) {
+  cl_dev *d = dev;
+  cl_unprepare(d);
+  clReleaseCommandQueue(d->q);
+  clReleaseContext(d->ctx);
+  free(d);
+}
+
+static int cl_build(cl_dev *d, const hlb_codelet *cl) {
+  cl_int err;
+  const char *src = cl->opencl_source;
+  d->prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
+  if (err != CL_SUCCESS)
+    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': clCreateProgramWithSource: %d",
+                      d->name, cl->name, (int)err);
+  err = clBuildProgram(d->prog, 1, &d->id, "", NULL, NULL);
+  if (err != CL_SUCCESS) {
+    char log[2048] = "";
+    clGetProgramBuildInfo(d->prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': OpenCL build failed: %.1500s",
+                      d->name, cl->name, log);
+  }
+  d->kern = clCreateKernel(d->prog, cl->opencl_kernel, &err);
+  if (err != CL_SUCCESS)
+    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': no kernel '%s' (error %d)", d->name,
+                      cl->name, cl->opencl_kernel ? cl->opencl_kernel : "(null)", (int)err);
+  return 0;
+}
+
+static int set_args(cl_dev *d, const hlb_exec_call *call);
+
+/* Launch the kernel once on an empty block (count 0: every work item returns at once), so
+ * the device's lazy compilation happens in setup, not in the first timed block. */
+static int cl_warm_up(cl_dev *d, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED]) {
+  size_t wg = 0;
+  clGetKernelWorkGroupInfo(d->kern, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  d->local = wg && wg < HLB_OPENCL_LOCAL ? wg : HLB_OPENCL_LOCAL;
+  hlb_exec_call call = {0};
+  for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
+    call.shared[i] = shared[i];
+  size_t global = d->local;
+  cl_int err = set_args(d, &call) ? CL_INVALID_KERNEL_ARGS : CL_SUCCESS;
+  if (err == CL_SUCCESS)
+    err = clEnqueueNDRangeKernel(d->q, d->kern, 1, NULL, &global, &d->local, 0, NULL, NULL);
+  if (err == CL_SUCCESS)
+    err = clFinish(d->q);
+  if (err != CL_SUCCESS)
+    return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' failed its empty warm-up launch (%d)",
+                      d->name, cl->opencl_kernel, (int)err);
+  return 0;
+}
+
+static int cl_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED]) {
+  cl_dev *d = dev;
+  int rc = cl_build(d, cl);
+  for (unsigned i = 0; rc == 0 && i < HLB_EXEC_MAX_SHARED; i++) {
+    shared[i] = NULL;
+    if (i >= cl->n_shared || cl->shared[i].bytes == 0)
+      continue;
+    cl_int err;
+    d->shared[i] = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                  cl->shared[i].bytes, (void *)cl->shared[i].host, &err);
+    if (err != CL_SUCCESS)
+      rc = hlb__error(HLB_EDEVICE, "pu '%s': shared buffer %u (%zu bytes): error %d", d->name, i,
+                      cl->shared[i].bytes, (int)err);
+    shared[i] = d->shared[i];
+  }
+  if (rc == 0)
+    rc = cl_warm_up(d, cl, shared);
+  if (rc == 0 && clFinish(d->q) != CL_SUCCESS)
+    rc = hlb__error(HLB_EDEVICE, "pu '%s': clFinish failed after setup", d->name);
+  if (rc != 0)
+    cl_unprepare(d);
+  return rc;
+}
+
+static int cl_alloc(void *dev, size_t bytes, void **buf) {
+  cl_dev *d = dev;
+  *buf = NULL;
+  if (bytes == 0)
+    return 0;
+  cl_int err;
+  cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+  if (err != CL_SUCCESS)
+    return hlb__error(HLB_EDEVICE, "pu '%s': cannot allocate %zu bytes (error %d)", d->name,
+                      bytes, (int)err);
+  *buf = m;
+  return 0;
+}
+
+static void cl_release(void *dev, void *buf) {
+  (void)dev;
+  if (buf)
+    clReleaseMemObject((cl_mem)buf);
+}
+
+static int cl_to_device(void *dev, void *dst, const void *src, size_t bytes) {
+  cl_dev *d = dev;
+  if (bytes == 0)
+    return 0;
+  cl_int err = clEnqueueWriteBuffer(d->q, (cl_mem)dst, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+  return err == CL_SUCCESS
+             ? 0
+             : hlb__error(HLB_EDEVICE, "pu '%s': write of %zu bytes failed (error %d)", d->name,
+                          bytes, (int)err);
+}
+
+static int cl_to_host(void *dev, void *dst, const void *src, size_t bytes) {
+  cl_dev *d = dev;
+  if (bytes == 0)
+    return 0;
+  cl_int err =
+      clEnqueueReadBuffer(d->q, (cl_mem)(void *)src, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
+  return err == CL_SUCCESS
+             ? 0
+             : hlb__error(HLB_EDEVICE, "pu '%s': read of %zu bytes failed (error %d)", d->name,
+                          bytes, (int)err);
+}
+
+static int set_args(cl_dev *d, const hlb_exec_call *call) {
+  cl_ulong begin = call->begin, count = call->count;
+  cl_mem args[2 + HLB_EXEC_MAX_SHARED] = {(cl_mem)(void *)call->in, (cl_mem)call->out};
+  for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
+    args[2 + i] = (cl_mem)(void *)call->shared[i];
+  cl_int err = CL_SUCCESS;
+  /* A NULL cl_mem value passes a NULL pointer to the kernel (clSetKernelArg). */
+  err |= clSetKernelArg(d->kern, 0, sizeof(cl_mem), args[0] ? &args[0] : NULL);
+  err |= clSetKernelArg(d->kern, 1, sizeof(cl_mem), args[1] ? &args[1] : NULL);
+  err |= clSetKernelArg(d->kern, 2, sizeof begin, &begin);
+  err |= clSetKernelArg(d->kern, 3, sizeof count, &count);
+  for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
+    err |= clSetKernelArg(d->kern, 4 + i, sizeof(cl_mem), args[2 + i] ? &args[2 + i] : NULL);
+  return err == CL_SUCCESS ? 0 : -1;
+}
+
+static int cl_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
+  cl_dev *d = dev;
+  if (set_args(d, call))
+    return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s': setting arguments failed", d->name,
+                      cl->opencl_kernel);
+  size_t per = cl->opencl_work_per_item ? cl->opencl_work_per_item : 1;
+  /* Rounded up to whole work groups: kernels return for ids past count * per. */
+  size_t global = (call->count * per + d->local - 1) / d->local * d->local;
+  call->queue = d->q;
+  cl_int err = clEnqueueNDRangeKernel(d->q, d->kern, 1, NULL, &global, &d->local, 0, NULL, NULL);
+  if (err == CL_SUCCESS)
+    err = clFinish(d->q);
+  if (err != CL_SUCCESS)
+    return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' on items [%zu, +%zu) failed (error %d)",
+                      d->name, cl->opencl_kernel, call->begin, call->count, (int)err);
+  return 0;
+}
+
+static int cl_has_kernel(const hlb_codelet *cl) {
+  return cl->opencl_source != NULL && cl->opencl_kernel != NULL;
+}
+
+const hlb__backend_ops hlb__backend_opencl = {
+    .kind = HLB_BACKEND_OPENCL,
+    .host_memory = 0,
+    .devices = cl_devices,
+    .open = cl_open,
+    .close = cl_close,
+    .prepare = cl_prepare,
+    .unprepare = cl_unprepare,
+    .alloc = cl_alloc,
+    .release = cl_release,
+    .to_device = cl_to_device,
+    .to_host = cl_to_host,
+    .run = cl_run,
+    .has_kernel = cl_has_kernel,
+};

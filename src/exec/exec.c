@@ -1,0 +1,475 @@
+/* hlb_executor_run(): one driver thread per PU asks the balancer for blocks, moves the
+ * block's data, runs the kernel and reports measured compute and transfer times. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/error_internal.h"
+#include "exec/exec_internal.h"
+#include "hlb/model.h"
+
+typedef struct run_ctx {
+  hlb_executor *ex;
+  const hlb_codelet *cl;
+  hlb_exec_options opt;
+  hlb_balancer *b; /* guarded by mu */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;        /* broadcast after every done/fail/retire */
+  double t0;                /* hlb__now() at the start of the run */
+  double last_end;          /* latest block end, run-relative; guarded by mu */
+  unsigned waiting, in_flight, alive; /* drivers waiting, blocks running, PUs alive; mu */
+  int error;                /* first fatal error of a driver; guarded by mu */
+  char error_text[512];
+  char fail_text[512];      /* the last failed block's error; guarded by mu */
+  const void *shared[HLB_EXEC_MAX_PUS][HLB_EXEC_MAX_SHARED];
+  int prepared[HLB_EXEC_MAX_PUS];
+  hlb_exec_pu_stats st[HLB_EXEC_MAX_PUS]; /* each written by its driver only */
+} run_ctx;
+
+/* Buffers a driver reuses from block to block, grown as blocks grow. */
+typedef struct driver {
+  run_ctx *r;
+  unsigned pu;          /* the executor's PU index (devices, stats) */
+  unsigned bpu;         /* the balancer's index of the same PU */
+  unsigned started;     /* blocks started, for fault injection */
+  unsigned fail_streak; /* consecutive failures */
+  void *dev_in, *dev_out, *host_in, *host_out;
+  size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
+} driver;
+
+void hlb_exec_options_default(hlb_exec_options *o) {
+  memset(o, 0, sizeof *o);
+  o->max_failures = HLB_EXEC_MAX_FAILURES;
+  o->keep_log = 1;
+  o->inject_pu = -1;
+}
+
+void hlb_exec_stats_clear(hlb_exec_stats *s) {
+  if (!s)
+    return;
+  free(s->log);
+  memset(s, 0, sizeof *s);
+}
+
+double hlb_exec_busy_pct(const hlb_exec_stats *s, unsigned i) {
+  if (!s || i >= s->n_pus || !(s->makespan_s > 0))
+    return 0;
+  double p = 100.0 * s->per_pu[i].busy_s / s->makespan_s;
+  return p > 100 ? 100 : p;
+}
+
+static int grow_host(void **buf, size_t *cap, size_t need) {
+  if (need <= *cap)
+    return 0;
+  void *p = realloc(*buf, need);
+  if (!p)
+    return hlb__error(HLB_ENOMEM, "executor: cannot allocate %zu bytes of staging", need);
+  *buf = p;
+  *cap = need;
+  return 0;
+}
+
+static int grow_dev(driver *d, void **buf, size_t *cap, size_t need) {
+  if (need <= *cap)
+    return 0;
+  const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
+  void *dev = d->r->ex->dev[d->pu];
+  ops->release(dev, *buf);
+  *buf = NULL;
+  *cap = 0;
+  int rc = ops->alloc(dev, need, buf);
+  if (rc == 0)
+    *cap = need;
+  return rc;
+}
+
+/* Stage the block's input on the PU and point call->in/out at PU memory. */
+static int stage_in(driver *d, const hlb_block *blk, hlb_exec_call *call) {
+  const hlb_codelet *cl = d->r->cl;
+  const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
+  size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
+  const void *src = NULL;
+  int rc = 0;
+  if (in_b && cl->pack) {
+    if ((rc = grow_host(&d->host_in, &d->host_in_cap, in_b)))
+      return rc;
+    cl->pack(cl->user, blk->begin, blk->count, d->host_in);
+    src = d->host_in;
+  } else if (in_b) {
+    src = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
+  }
+  if (out_b && cl->unpack && (rc = grow_host(&d->host_out, &d->host_out_cap, out_b)))
+    return rc;
+  void *host_out = !out_b      ? NULL
+                   : cl->unpack ? d->host_out
+                                : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
+  if (ops->host_memory) {
+    call->in = src;
+    call->out = host_out;
+    return 0;
+  }
+  if ((rc = grow_dev(d, &d->dev_in, &d->dev_in_cap, in_b)) ||
+      (rc = grow_dev(d, &d->dev_out, &d->dev_out_cap, out_b)))
+    return rc;
+  call->in = in_b ? d->dev_in : NULL;
+  call->out = out_b ? d->dev_out : NULL;
+  return in_b ? ops->to_device(d->r->ex->dev[d->pu], d->dev_in, src, in_b) : 0;
+}
+
+/* Bring the block's output back and unpack it. */
+static int stage_out(driver *d, const hlb_block *blk) {
+  const hlb_codelet *cl = d->r->cl;
+  const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
+  size_t out_b = cl->out_bytes_per_item * blk->count;
+  if (!out_b)
+    return 0;
+  if (!ops->host_memory) {
+    void *dst = cl->unpack ? d->host_out : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
+    int rc = ops->to_host(d->r->ex->dev[d->pu], dst, d->dev_out, out_b);
+    if (rc)
+      return rc;
+  }
+  if (cl->unpack)
+    cl->unpack(cl->user, blk->begin, blk->count, d->host_out);
+  return 0;
+}
+
+static int injected(driver *d) {
+  const hlb_exec_options *o = &d->r->opt;
+  if (o->inject_pu != (int)d->pu || o->inject_from == 0 || d->started < o->inject_from)
+    return 0;
+  return o->inject_count == 0 || d->started < o->inject_from + o->inject_count;
+}
+
+static void sleep_s(double s) {
+  if (!(s > 0))
+    return;
+  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0)
+    ;
+}
+
+/* Run one block outside the lock; fill the sample's times. */
+static int run_block(driver *d, const hlb_block *blk, hlb_sample *s, double *throttle_s) {
+  run_ctx *r = d->r;
+  hlb_exec_call call = {.begin = blk->begin, .count = blk->count, .user = r->cl->user};
+  memcpy((void *)call.shared, r->shared[d->pu], sizeof call.shared);
+  d->started++;
+  double t_a = hlb__now();
+  int rc = stage_in(d, blk, &call);
+  double t_b = hlb__now();
+  if (rc == 0 && injected(d))
+    rc = hlb__error(HLB_EDEVICE, "pu '%s': injected failure of its block %u (items [%zu, +%zu))",
+                    r->ex->pu[d->pu].name, d->started, blk->begin, blk->count);
+  if (rc == 0)
+    rc = r->ex->ops[d->pu]->run(r->ex->dev[d->pu], r->cl, &call);
+  double t_c = hlb__now();
+  if (rc == 0)
+    rc = stage_out(d, blk);
+  double t_d = hlb__now();
+  double compute = t_c - t_b;
+  /* Emulated slowdown: the PU looks `throttle` times slower to the balancer. Sleeping, not
+   * spinning, so the emulation does not steal cores from the other PUs. */
+  double f = r->ex->pu[d->pu].throttle;
+  *throttle_s = 0;
+  if (rc == 0 && f > 1) {
+    *throttle_s = compute * (f - 1);
+    sleep_s(*throttle_s);
+    compute *= f;
+  }
+  s->block = *blk;
+  s->compute_s = compute;
+  s->transfer_s = (t_b - t_a) + (t_d - t_c);
+  return rc;
+}
+
+static void set_error_locked(run_ctx *r, int code) {
+  if (r->error)
+    return;
+  r->error = code;
+  snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
+}
+
+static double rel_now(const run_ctx *r) { return hlb__now() - r->t0; }
+
+/* After a failed block: give it back; retire the PU after too many in a row. Returns 1 when
+ * the PU is retired. */
+static int block_failed_locked(driver *d, const hlb_block *blk) {
+  run_ctx *r = d->r;
+  r->st[d->pu].failed_blocks++;
+  snprintf(r->fail_text, sizeof r->fail_text, "%s", hlb_last_error());
+  hlb_balancer_fail(r->b, d->bpu, blk, rel_now(r));
+  unsigned limit = r->opt.max_failures ? r->opt.max_failures : HLB_EXEC_MAX_FAILURES;
+  if (++d->fail_streak < limit)
+    return 0;
+  hlb_balancer_retire(r->b, d->bpu);
+  r->st[d->pu].retired = 1;
+  return 1;
+}
+
+static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
+  run_ctx *r = d->r;
+  hlb_exec_pu_stats *st = &r->st[d->pu];
+  double end = rel_now(r);
+  s->end_s = end;
+  /* A rejected sample (HLB_ESAMPLE) still counts the block as processed. */
+  hlb_balancer_done(r->b, d->bpu, s);
+  d->fail_streak = 0;
+  st->items += s->block.count;
+  st->blocks++;
+  st->compute_s += s->compute_s - throttle_s;
+  st->throttle_s += throttle_s;
+  st->transfer_s += s->transfer_s;
+  st->busy_s += s->compute_s + s->transfer_s;
+  st->finish_s = end;
+  if (end > r->last_end)
+    r->last_end = end;
+}
+
+/* Ask for the next block; 1 = got one, 0 = stop. Called and returns with mu held. */
+static int next_locked(driver *d, hlb_block *blk) {
+  run_ctx *r = d->r;
+  for (;;) {
+    if (r->error)
+      return 0;
+    int rc = hlb_balancer_next(r->b, d->bpu, rel_now(r), blk);
+    if (rc == HLB_GRANT)
+      return 1;
+    if (rc == HLB_DONE)
+      return 0;
+    if (rc != HLB_WAIT) {
+      set_error_locked(r, rc < 0 ? rc : HLB_ESTATE);
+      pthread_cond_broadcast(&r->cv);
+      return 0;
+    }
+    /* Nothing running anywhere and everyone waiting: no done() will ever wake us. */
+    if (r->in_flight == 0 && r->waiting + 1 >= r->alive) {
+      hlb__error(HLB_ESTATE, "policy '%s' answered WAIT to every PU with no block in flight",
+                 hlb_balancer_policy(r->b));
+      set_error_locked(r, HLB_ESTATE);
+      pthread_cond_broadcast(&r->cv);
+      return 0;
+    }
+    r->waiting++;
+    pthread_cond_wait(&r->cv, &r->mu);
+    r->waiting--;
+  }
+}
+
+static void *drive(void *arg) {
+  driver *d = arg;
+  run_ctx *r = d->r;
+  hlb_block blk;
+  pthread_mutex_lock(&r->mu);
+  while (next_locked(d, &blk)) {
+    r->in_flight++;
+    pthread_mutex_unlock(&r->mu);
+    hlb_sample s;
+    double throttle_s = 0;
+    int rc = run_block(d, &blk, &s, &throttle_s);
+    pthread_mutex_lock(&r->mu);
+    r->in_flight--;
+    int stop = 0;
+    if (rc == 0)
+      block_done_locked(d, &s, throttle_s);
+    else
+      stop = block_failed_locked(d, &blk);
+    pthread_cond_broadcast(&r->cv);
+    if (stop)
+      break;
+  }
+  r->alive--;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  const hlb__backend_ops *ops = r->ex->ops[d->pu];
+  void *dev = r->ex->dev[d->pu];
+  ops->release(dev, d->dev_in);
+  ops->release(dev, d->dev_out);
+  free(d->host_in);
+  free(d->host_out);
+  return NULL;
+}
+
+static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_items) {
+  if (!ex || !cl)
+    return hlb__error(HLB_EINVAL, "hlb_executor_run: executor and codelet are required");
+  const char *name = cl->name ? cl->name : "(unnamed)";
+  if (n_items == 0)
+    return hlb__error(HLB_EINVAL, "codelet '%s': n_items must be > 0", name);
+  if (cl->n_shared > HLB_EXEC_MAX_SHARED)
+    return hlb__error(HLB_EINVAL, "codelet '%s': %u shared buffers, at most %u", name,
+                      cl->n_shared, HLB_EXEC_MAX_SHARED);
+  if (cl->in_bytes_per_item && !cl->pack && !cl->in)
+    return hlb__error(HLB_EINVAL, "codelet '%s': input of %zu bytes per item needs pack or in",
+                      name, cl->in_bytes_per_item);
+  if (cl->out_bytes_per_item && !cl->unpack && !cl->out)
+    return hlb__error(HLB_EINVAL, "codelet '%s': output of %zu bytes per item needs unpack or out",
+                      name, cl->out_bytes_per_item);
+  for (unsigned i = 0; i < ex->n; i++)
+    if (ex->ops[i]->has_kernel(cl))
+      return 0;
+  return hlb__error(HLB_EINVAL, "codelet '%s': no kernel for any of the %u PUs", name, ex->n);
+}
+
+/* The balancer over the PUs that take part; bidx maps its PU numbers to the executor's. */
+static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items) {
+  hlb_pu_desc desc[HLB_EXEC_MAX_PUS];
+  memset(desc, 0, sizeof desc);
+  for (unsigned j = 0; j < nb; j++) {
+    const hlb_exec_pu *p = &r->ex->pu[bidx[j]];
+    desc[j].name = p->name;
+    desc[j].kind = hlb_backend_name(p->backend);
+    desc[j].speed_hint = r->ex->rate[bidx[j]];
+    desc[j].min_block = r->opt.min_block;
+  }
+  hlb_balancer_config cfg = {.n_items = n_items,
+                             .granularity = r->opt.granularity,
+                             .n_pus = nb,
+                             .pus = desc,
+                             .policy = r->opt.policy,
+                             .params = r->opt.params,
+                             .keep_log = r->opt.keep_log};
+  return hlb_balancer_create(&cfg, &r->b);
+}
+
+/* Build kernels and copy shared buffers on every PU with a kernel; list those in bidx. */
+static unsigned prepare_all(run_ctx *r, unsigned *bidx, int *first_err) {
+  unsigned nb = 0;
+  for (unsigned i = 0; i < r->ex->n; i++) {
+    if (!r->ex->ops[i]->has_kernel(r->cl))
+      continue;
+    double t = hlb__now();
+    int rc = r->ex->ops[i]->prepare(r->ex->dev[i], r->cl, r->shared[i]);
+    r->st[i].setup_s = hlb__now() - t;
+    if (rc) {
+      /* A PU that cannot even load the kernel is left out, like a retired one. */
+      r->st[i].retired = 1;
+      if (!*first_err)
+        *first_err = rc;
+      continue;
+    }
+    r->prepared[i] = 1;
+    bidx[nb++] = i;
+  }
+  return nb;
+}
+
+static void fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items,
+                       hlb_exec_stats *s) {
+  hlb_exec_stats_clear(s);
+  snprintf(s->policy, sizeof s->policy, "%s", hlb_balancer_policy(r->b));
+  s->n_items = n_items;
+  s->n_pus = r->ex->n;
+  memcpy(s->pu, r->ex->pu, sizeof s->pu);
+  memcpy(s->per_pu, r->st, sizeof s->per_pu);
+  s->makespan_s = r->last_end;
+  s->solver_s = hlb_balancer_solver_seconds(r->b);
+  for (unsigned j = 0; j < nb; j++) {
+    const hlb_model *m = hlb_balancer_model(r->b, j);
+    hlb_exec_pu_stats *st = &s->per_pu[bidx[j]];
+    if (m && hlb_model_fitted(m) && hlb_model_curve(m, &st->model) == 0) {
+      st->fitted = 1;
+      st->model_terms = hlb_model_terms(m);
+    }
+  }
+  const hlb_decision *log = NULL;
+  size_t n = hlb_balancer_log(r->b, &log);
+  if (n && log && (s->log = malloc(n * sizeof *log))) {
+    memcpy(s->log, log, n * sizeof *log);
+    for (size_t k = 0; k < n; k++)
+      s->log[k].pu = bidx[s->log[k].pu];
+    s->n_log = n;
+  }
+}
+
+/* The rates of this run become the next run's speed hints. */
+static void remember_rates(run_ctx *r) {
+  for (unsigned i = 0; i < r->ex->n; i++)
+    if (r->st[i].busy_s > 0 && r->st[i].items > 0)
+      r->ex->rate[i] = (double)r->st[i].items / r->st[i].busy_s;
+}
+
+static void start_drivers(run_ctx *r, driver *drv, pthread_t *th, int *started,
+                          const unsigned *bidx, unsigned nb) {
+  r->alive = nb;
+  r->t0 = hlb__now();
+  for (unsigned j = 0; j < nb; j++) {
+    drv[j] = (driver){.r = r, .pu = bidx[j], .bpu = j};
+    started[j] = pthread_create(&th[j], NULL, drive, &drv[j]) == 0;
+    if (!started[j]) {
+      /* Threads already started finish the work; this PU simply takes none. */
+      pthread_mutex_lock(&r->mu);
+      hlb_balancer_retire(r->b, j);
+      r->alive--;
+      pthread_cond_broadcast(&r->cv);
+      pthread_mutex_unlock(&r->mu);
+    }
+  }
+}
+
+static int finish(run_ctx *r, int prep_err) {
+  if (r->error)
+    return hlb__error(r->error, "%s", r->error_text);
+  if (!hlb_balancer_finished(r->b)) {
+    if (prep_err)
+      return hlb__error(HLB_EDEVICE, "run stopped with %zu items left: %s",
+                        hlb_balancer_remaining(r->b), r->error_text);
+    return hlb__error(HLB_EDEVICE,
+                      "run stopped with %zu items left: every PU was retired (last failure: %s)",
+                      hlb_balancer_remaining(r->b), r->fail_text);
+  }
+  return hlb_balancer_check_exactly_once(r->b);
+}
+
+int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
+                     const hlb_exec_options *opt, hlb_exec_stats *stats) {
+  int rc = check_args(ex, cl, n_items);
+  if (rc)
+    return rc;
+  run_ctx *r = calloc(1, sizeof *r);
+  if (!r)
+    return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory");
+  r->ex = ex;
+  r->cl = cl;
+  if (opt)
+    r->opt = *opt;
+  else
+    hlb_exec_options_default(&r->opt);
+  unsigned bidx[HLB_EXEC_MAX_PUS];
+  int prep_err = 0;
+  unsigned nb = prepare_all(r, bidx, &prep_err);
+  if (prep_err)
+    snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
+  if (nb == 0)
+    rc = hlb__error(prep_err ? prep_err : HLB_EDEVICE, "codelet '%s': no PU could load it: %s",
+                    cl->name ? cl->name : "(unnamed)", r->error_text);
+  else
+    rc = make_balancer(r, bidx, nb, n_items);
+  if (rc == 0) {
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    driver drv[HLB_EXEC_MAX_PUS];
+    pthread_t th[HLB_EXEC_MAX_PUS];
+    int started[HLB_EXEC_MAX_PUS];
+    start_drivers(r, drv, th, started, bidx, nb);
+    for (unsigned j = 0; j < nb; j++)
+      if (started[j])
+        pthread_join(th[j], NULL);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    rc = finish(r, prep_err);
+    if (stats)
+      fill_stats(r, bidx, nb, n_items, stats);
+    remember_rates(r);
+    hlb_balancer_destroy(r->b);
+  }
+  for (unsigned i = 0; i < ex->n; i++)
+    if (r->prepared[i])
+      ex->ops[i]->unprepare(ex->dev[i]);
+  free(r);
+  return rc;
+}

@@ -1,0 +1,305 @@
+/* Fitting a hlb_model: every allowed subset of the 8 basis terms is solved from the weighted
+ * sufficient statistics (PLB-HeC III.B, PLB-HAC 3.1: least squares over {1, u, u^2, u^3,
+ * e^u, ln u, u e^u, u ln u}), scored by AICc or leave-one-out error, and the best subset whose
+ * curve is positive and non-decreasing on the range to be predicted wins. The transfer line
+ * G(x) = a x + b (a, b >= 0) is fitted the same way from the transfer times. */
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error_internal.h"
+#include "model/model_internal.h"
+
+/* The residual of a subset is y'Wy - b'X'Wy, a difference that cannot resolve a
+ * residual below a few ulps of y'Wy; clamping there makes exact fits tie, so the criterion's
+ * penalty (fewest terms) decides among them instead of rounding noise. */
+#define HLB__RSS_FLOOR_REL 1e-12
+/* Grid tolerances of the monotonicity test: a relative dip smaller than rounding is not a
+ * decrease. */
+#define HLB__MONO_DIP_REL 1e-12
+#define HLB__MONO_SLOPE_REL 1e-9
+/* A leave-one-out leverage this close to 1 means a sample is fitted only by itself: its
+ * prediction error is undefined and the subset is not scored. */
+#define HLB__LOO_LEVERAGE_MAX (1.0 - 1e-9)
+
+static int popcount(unsigned v) {
+  int n = 0;
+  for (; v; v &= v - 1)
+    n++;
+  return n;
+}
+
+/* The scaled k x k normal matrix (unit diagonal: the Jacobi scaling keeps columns as different
+ * as u^3 at u = 1e-9 and e^u comparable) and right-hand side. Returns 1 for a zero column. */
+static int scaled_system(const hlb__lsq *s, const int *idx, int k, double *a, double *c,
+                         double *d) {
+  for (int i = 0; i < k; i++) {
+    d[i] = sqrt(s->xtx[idx[i]][idx[i]]);
+    if (!(d[i] > 0.0) || !isfinite(d[i])) return 1;
+  }
+  for (int i = 0; i < k; i++) {
+    for (int j = 0; j < k; j++)
+      a[i + j * k] = s->xtx[idx[i]][idx[j]] / (d[i] * d[j]);
+    c[i] = s->xty[idx[i]] / d[i];
+  }
+  return 0;
+}
+
+/* Inverse of the unscaled submatrix from the Cholesky factor in r (destroyed). */
+static int leverage_inverse(double *r, const double *d, int k, double *ainv) {
+  lapack_int info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'U', k, r, k);
+  if (info != 0)
+    return info < 0
+               ? hlb__error(HLB_ENUMERIC, "model fit: dpotri argument %d is illegal", (int)-info)
+               : 1;
+  for (int i = 0; i < k; i++)
+    for (int j = 0; j < k; j++) {
+      double v = i <= j ? r[i + j * k] : r[j + i * k];
+      ainv[i * k + j] = v / (d[i] * d[j]);
+    }
+  return 0;
+}
+
+int hlb__lsq_solve(const hlb__lsq *s, unsigned mask, double tol, double coef[HLB__NT], double *rss,
+                   double *ainv) {
+  int idx[HLB__NT], k = 0;
+  for (int t = 0; t < HLB__NT; t++)
+    if (mask & (1u << t)) idx[k++] = t;
+  double a[HLB__NT * HLB__NT], c[HLB__NT], d[HLB__NT];
+  if (k == 0 || scaled_system(s, idx, k, a, c, d)) return 1;
+  /* The _work entry points: the inputs are finite by construction (validated samples), and
+   * LAPACKE's NaN scans would cost as much as these 8 x 8 factorisations. */
+  lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', k, a, k);
+  if (info < 0)
+    return hlb__error(HLB_ENUMERIC, "model fit: dpotrf argument %d is illegal", (int)-info);
+  if (info > 0) return 1;
+  /* With a unit diagonal, R_jj^2 is the share of column j not explained by the columns
+   * before it: a tiny pivot means a redundant column and coefficients that cancel. */
+  for (int i = 0; i < k; i++)
+    if (a[i + i * k] * a[i + i * k] < tol) return 1;
+  double b[HLB__NT];
+  memcpy(b, c, sizeof(double) * (size_t)k);
+  info = LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', k, 1, a, k, b, k);
+  if (info != 0)
+    return hlb__error(HLB_ENUMERIC, "model fit: dpotrs argument %d is illegal", (int)-info);
+  /* RSS = y'Wy - b'X'Wy at the least-squares solution; rounding of this difference is what
+   * HLB__RSS_FLOOR_REL absorbs. */
+  double explained = 0.0;
+  for (int i = 0; i < k; i++)
+    explained += b[i] * c[i];
+  *rss = s->yty - explained;
+  memset(coef, 0, sizeof(double) * HLB__NT);
+  for (int i = 0; i < k; i++)
+    coef[idx[i]] = b[i] / d[i];
+  return ainv ? leverage_inverse(a, d, k, ainv) : 0;
+}
+
+/* Compute part only: the transfer line is added after the search and is non-decreasing. */
+static double compute_slope(const hlb_curve *c, double x) {
+  return hlb_curve_slope(c, x) - c->transfer_per_item;
+}
+
+static int grid_ok(const hlb_curve *c, double x_lo, double x_max, unsigned n, int geometric) {
+  double prev = -INFINITY;
+  for (unsigned i = 0; i < n; i++) {
+    double f = n > 1 ? (double)i / (double)(n - 1) : 1.0;
+    double x = geometric ? x_lo * pow(x_max / x_lo, f) : x_lo + (x_max - x_lo) * f;
+    if (i == n - 1) x = x_max;
+    double y = hlb_curve_compute(c, x);
+    if (!(y > 0.0) || !isfinite(y)) return 0;
+    if (y < prev - HLB__MONO_DIP_REL * fabs(prev)) return 0;
+    if (compute_slope(c, x) * x < -HLB__MONO_SLOPE_REL * y) return 0;
+    prev = y;
+  }
+  return 1;
+}
+
+int hlb__curve_monotone(const hlb_curve *c, double x_lo, double x_max, unsigned grid_points) {
+  if (x_lo >= x_max) return grid_ok(c, x_max, x_max, 1, 0);
+  return grid_ok(c, x_lo, x_max, grid_points, 1) && grid_ok(c, x_lo, x_max, grid_points, 0);
+}
+
+/* ---- Subset search ------------------------------------------------------------------- */
+
+typedef struct cand {
+  unsigned mask;
+  int k;
+  double coef[HLB__NT];
+  double rss;
+  double score; /* NaN: criterion undefined for this subset */
+} cand;
+
+/* Corrected Akaike criterion (Hurvich & Tsai) on the weighted residual, with the sum of
+ * forgetting factors as sample count and the noise variance counted as a parameter;
+ * undefined when n <= k + 1. */
+static double aicc(double n, int terms, double rss) {
+  double k = terms + 1.0;
+  if (n - k - 1.0 <= 0.0) return NAN;
+  return n * log(rss / n) + 2.0 * k + 2.0 * k * (k + 1.0) / (n - k - 1.0);
+}
+
+/* Weighted mean squared leave-one-out error over the window, by the hat-matrix identity
+ * e_(i) = e_i / (1 - h_ii), h_ii = w_i phi_i' (X'WX)^-1 phi_i. */
+static double loo_score(const hlb_model *m, const cand *c, const double *ainv) {
+  int idx[HLB__NT], k = 0;
+  for (int t = 0; t < HLB__NT; t++)
+    if (c->mask & (1u << t)) idx[k++] = t;
+  if (m->win_len < (size_t)k + 1) return NAN;
+  double press = 0.0, wsum = 0.0, w = 1.0;
+  size_t cap = m->opt.loo_window;
+  for (size_t age = 0; age < m->win_len; age++, w *= m->opt.forgetting) {
+    size_t at = (m->win_head + m->win_len - 1 - age) % cap;
+    double phi[HLB__NT], p[HLB__NT];
+    hlb__basis(m->win_x[at] / m->scale, m->exp_ok, phi);
+    double pred = 0.0, h = 0.0;
+    for (int i = 0; i < k; i++) {
+      p[i] = phi[idx[i]];
+      pred += c->coef[idx[i]] * p[i];
+    }
+    for (int i = 0; i < k; i++)
+      for (int j = 0; j < k; j++)
+        h += p[i] * ainv[i * k + j] * p[j];
+    double wi = w * m->win_w[at];
+    h *= wi;
+    if (h > HLB__LOO_LEVERAGE_MAX) return NAN;
+    double e = (m->win_y[at] - pred) / (1.0 - h);
+    press += wi * e * e;
+    wsum += wi;
+  }
+  return press / wsum;
+}
+
+static unsigned usable_terms(const hlb_model *m) {
+  unsigned all = (1u << HLB__NT) - 1u;
+  unsigned mask = m->opt.allowed_terms ? m->opt.allowed_terms : all;
+  if (!m->exp_ok) mask &= ~((1u << HLB_TERM_EXP) | (1u << HLB_TERM_UEXP));
+  return mask;
+}
+
+/* Solve and score every usable subset of at most max_k terms; returns the count or < 0. */
+static int solve_all(const hlb_model *m, int max_k, cand *out) {
+  unsigned usable = usable_terms(m);
+  double floor = HLB__RSS_FLOOR_REL * m->f.yty;
+  int loo = m->opt.criterion == HLB_SELECT_LOOCV, n = 0;
+  for (unsigned mask = 1; mask < (1u << HLB__NT); mask++) {
+    int k = popcount(mask);
+    if ((mask & ~usable) || k > max_k) continue;
+    cand *c = &out[n];
+    double ainv[HLB__NT * HLB__NT];
+    int rc = hlb__lsq_solve(&m->f, mask, m->opt.collinear_tol, c->coef, &c->rss, loo ? ainv : NULL);
+    if (rc < 0) return rc;
+    if (rc > 0) continue;
+    c->mask = mask;
+    c->k = k;
+    if (c->rss < floor) c->rss = floor;
+    c->score = loo ? loo_score(m, c, ainv) : aicc(m->f.sn, k, c->rss);
+    n++;
+  }
+  return n;
+}
+
+/* Scored subsets first, best score first (fewer terms on a tie); then the subsets the
+ * criterion could not score, fewest terms and smallest residual first. */
+static int cand_cmp(const void *pa, const void *pb) {
+  const cand *a = *(const cand *const *)pa, *b = *(const cand *const *)pb;
+  int sa = !isnan(a->score), sb = !isnan(b->score);
+  if (sa != sb) return sb - sa;
+  if (sa && a->score != b->score) return a->score < b->score ? -1 : 1;
+  if (a->k != b->k) return a->k - b->k;
+  if (a->rss != b->rss) return a->rss < b->rss ? -1 : 1;
+  return a->mask < b->mask ? -1 : a->mask > b->mask;
+}
+
+/* G(x) = a x + b with a, b >= 0: the unconstrained line when it is feasible, else the better
+ * of the two one-term fits (each is positive because the times are). */
+static int fit_transfer(const hlb_model *m, hlb_curve *c) {
+  c->transfer_per_item = 0.0;
+  c->transfer_fixed = 0.0;
+  if (m->g_samples == 0) return 0;
+  const unsigned masks[3] = {(1u << HLB_TERM_CONST) | (1u << HLB_TERM_U), 1u << HLB_TERM_U,
+                             1u << HLB_TERM_CONST};
+  double best_rss = INFINITY;
+  for (int i = 0; i < 3; i++) {
+    double coef[HLB__NT], rss;
+    int rc = hlb__lsq_solve(&m->g, masks[i], m->opt.collinear_tol, coef, &rss, NULL);
+    if (rc < 0) return rc;
+    if (rc > 0 || coef[HLB_TERM_CONST] < 0.0 || coef[HLB_TERM_U] < 0.0 || !(rss < best_rss))
+      continue;
+    best_rss = i == 0 ? -INFINITY : rss; /* a feasible full line is the least-squares answer */
+    c->transfer_per_item = coef[HLB_TERM_U] / m->scale;
+    c->transfer_fixed = coef[HLB_TERM_CONST];
+  }
+  return 0;
+}
+
+static double r_squared(const hlb_model *m, double rss) {
+  double tss = m->f.yty - m->f.xty[HLB_TERM_CONST] * m->f.xty[HLB_TERM_CONST] / m->f.sw;
+  if (!(tss > HLB__RSS_FLOOR_REL * m->f.yty))
+    return rss <= HLB__RSS_FLOOR_REL * m->f.yty ? 1.0 : 0.0;
+  double r2 = 1.0 - rss / tss;
+  return r2 < 1.0 ? r2 : 1.0;
+}
+
+/* Fewest terms first, then best score: the order inside the parsimony band. */
+static int cand_cmp_small(const void *pa, const void *pb) {
+  const cand *a = *(const cand *const *)pa, *b = *(const cand *const *)pb;
+  if (a->k != b->k) return a->k - b->k;
+  return cand_cmp(pa, pb);
+}
+
+/* Order the candidates: the AICc parsimony band (within aicc_delta of the best) fewest terms
+ * first, then everything else by cand_cmp. The monotone test then takes the first that
+ * passes, so a simpler curve is preferred whenever the data do not argue for more. */
+static void order(const hlb_model *m, cand **c, int n) {
+  qsort(c, (size_t)n, sizeof *c, cand_cmp);
+  if (n == 0 || m->opt.criterion != HLB_SELECT_AICC || isnan(c[0]->score)) return;
+  int band = 1;
+  while (band < n && !isnan(c[band]->score) && c[band]->score <= c[0]->score + m->opt.aicc_delta)
+    band++;
+  qsort(c, (size_t)band, sizeof *c, cand_cmp_small);
+}
+
+static int choose(hlb_model *m, cand *cands, int n, double x_max) {
+  cand *ord[1u << HLB__NT];
+  for (int i = 0; i < n; i++)
+    ord[i] = &cands[i];
+  order(m, ord, n);
+  double x_lo = fmin(fmin(1.0, m->x_min), x_max);
+  for (int i = 0; i < n; i++) {
+    const cand *best = ord[i];
+    hlb_curve c = {.scale = m->scale};
+    memcpy(c.coef, best->coef, sizeof c.coef);
+    if (!hlb__curve_monotone(&c, x_lo, x_max, m->opt.grid_points)) continue;
+    int rc = fit_transfer(m, &c);
+    if (rc) return rc;
+    m->curve = c;
+    m->terms = best->mask;
+    m->r2 = r_squared(m, best->rss);
+    m->score = best->score;
+    m->fitted = 1;
+    return 0;
+  }
+  return hlb__error(HLB_ENUMERIC,
+                    "model fit: no subset of the allowed terms (mask 0x%x) gives a positive, "
+                    "non-decreasing curve on (0, %g]",
+                    usable_terms(m), x_max);
+}
+
+int hlb_model_fit(hlb_model *m, double x_max) {
+  if (!m) return hlb__error(HLB_EINVAL, "hlb_model_fit: model is NULL");
+  if (!(x_max > 0.0) || !isfinite(x_max))
+    return hlb__error(HLB_EINVAL, "hlb_model_fit: x_max must be finite and > 0, got %g", x_max);
+  if (m->n_distinct < 2)
+    return hlb__error(HLB_ESTATE,
+                      "model fit: %u distinct block size(s) in %zu accepted sample(s); a fit "
+                      "needs at least 2 distinct sizes",
+                      m->n_distinct, m->accepted);
+  /* k terms need k + 1 distinct sizes, or the fit interpolates and cannot be judged. */
+  int max_k = (int)m->n_distinct - 1;
+  if (max_k > HLB__NT) max_k = HLB__NT;
+  cand cands[1u << HLB__NT];
+  int n = solve_all(m, max_k, cands);
+  if (n < 0) return n;
+  return choose(m, cands, n, x_max);
+}

@@ -1,0 +1,321 @@
+/* The SPMD interface (include/hlb/mpi.h): FLEX-MPI's monitor / load-balance / redistribute
+ * loop (paper 002, section 3) over hlb's repartition policies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error_internal.h"
+#include "mpi/monitor.h"
+#include "mpi/redistribute.h"
+
+#define HLB_SPMD_MAX_ARRAYS 32
+#define HLB_SPMD_MAX_CSR 8
+#define HLB_SPMD_DEFAULT_INTERVAL 100 /* iterations per sampling interval (002 section 4) */
+#define HLB_SPMD_MAX_PARAMS 16
+
+typedef struct dense_array {
+  void **data;
+  size_t row_bytes;
+} dense_array;
+
+struct hlb_spmd {
+  MPI_Comm comm; /* a duplicate: hlb's collectives never match the application's */
+  int rank, size;
+  size_t rows;
+  size_t *counts, *displs, *new_counts, *new_displs;
+  hlb_spmd_options opt;
+  const hlb_repart_ops *policy;
+  void *policy_state;
+  double param[HLB_SPMD_MAX_PARAMS];
+  double *row_weights; /* global, NULL for uniform */
+  dense_array arrays[HLB_SPMD_MAX_ARRAYS];
+  unsigned n_arrays;
+  hlb_csr *csr[HLB_SPMD_MAX_CSR];
+  unsigned n_csr;
+  hlb__monitor monitor;
+  hlb_rank_interval *gathered;
+  hlb_spmd_stats stats;
+  long *redistributed_at; /* iteration of each redistribution */
+  unsigned redistributed_cap;
+};
+
+void hlb_spmd_options_default(hlb_spmd_options *o) {
+  memset(o, 0, sizeof *o);
+  o->policy = getenv("HLB_REPART_POLICY");
+  if (!o->policy || !*o->policy)
+    o->policy = HLB_REPART_DEFAULT;
+  o->interval = HLB_SPMD_DEFAULT_INTERVAL;
+  o->use_papi = 1;
+  o->min_rows = 1;
+}
+
+static void even_split(size_t rows, int size, size_t *counts, size_t *displs) {
+  size_t base = rows / (size_t)size, extra = rows % (size_t)size, at = 0;
+  for (int r = 0; r < size; r++) {
+    counts[r] = base + ((size_t)r < extra);
+    displs[r] = at;
+    at += counts[r];
+  }
+}
+
+static int resolve_policy(hlb_spmd *s) {
+  s->policy = hlb_repart_find(s->opt.policy);
+  if (!s->policy) {
+    char names[256] = "";
+    size_t used = 0;
+    for (unsigned i = 0; i < hlb_repart_count() && used < sizeof names; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                               hlb_repart_at(i)->name);
+    return hlb__error(HLB_ENOTFOUND, "spmd: unknown repartition policy '%s' (known: %s)",
+                      s->opt.policy, names);
+  }
+  if (s->policy->n_params > HLB_SPMD_MAX_PARAMS)
+    return hlb__error(HLB_EINVAL, "spmd: policy '%s' has too many parameters", s->policy->name);
+  return hlb_repart_params(s->policy, s->opt.params, s->param);
+}
+
+int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb_spmd **out) {
+  *out = NULL;
+  hlb_spmd *s = calloc(1, sizeof *s);
+  if (!s)
+    return hlb__error(HLB_ENOMEM, "spmd: out of memory");
+  if (opt)
+    s->opt = *opt;
+  else
+    hlb_spmd_options_default(&s->opt);
+  if (!s->opt.policy)
+    s->opt.policy = HLB_REPART_DEFAULT;
+  if (!s->opt.interval)
+    s->opt.interval = HLB_SPMD_DEFAULT_INTERVAL;
+  MPI_Comm_dup(comm, &s->comm);
+  MPI_Comm_rank(s->comm, &s->rank);
+  MPI_Comm_size(s->comm, &s->size);
+  int rc = 0;
+  if (rows < (size_t)s->size * (s->opt.min_rows ? s->opt.min_rows : 1))
+    rc = hlb__error(HLB_EINVAL, "spmd: %zu rows cannot give each of %d ranks %zu rows", rows,
+                    s->size, s->opt.min_rows ? s->opt.min_rows : (size_t)1);
+  size_t n = (size_t)s->size;
+  s->rows = rows;
+  s->counts = calloc(n, sizeof(size_t));
+  s->displs = calloc(n, sizeof(size_t));
+  s->new_counts = calloc(n, sizeof(size_t));
+  s->new_displs = calloc(n, sizeof(size_t));
+  s->gathered = calloc(n, sizeof *s->gathered);
+  if (!rc && (!s->counts || !s->displs || !s->new_counts || !s->new_displs || !s->gathered))
+    rc = hlb__error(HLB_ENOMEM, "spmd: out of memory for %d ranks", s->size);
+  if (!rc)
+    rc = resolve_policy(s);
+  if (rc) {
+    hlb_spmd_destroy(s);
+    return rc;
+  }
+  even_split(rows, s->size, s->counts, s->displs);
+  hlb__monitor_init(&s->monitor, s->opt.use_papi);
+  s->stats.papi = hlb__monitor_has_papi(&s->monitor);
+  *out = s;
+  return 0;
+}
+
+void hlb_spmd_destroy(hlb_spmd *s) {
+  if (!s)
+    return;
+  if (s->policy && s->policy_state)
+    s->policy->fini(s->policy_state);
+  hlb__monitor_fini(&s->monitor);
+  if (s->comm != MPI_COMM_NULL && s->comm)
+    MPI_Comm_free(&s->comm);
+  free(s->counts);
+  free(s->displs);
+  free(s->new_counts);
+  free(s->new_displs);
+  free(s->gathered);
+  free(s->row_weights);
+  free(s->redistributed_at);
+  free(s);
+}
+
+void hlb_spmd_range(const hlb_spmd *s, size_t *first, size_t *count) {
+  *first = s->displs[s->rank];
+  *count = s->counts[s->rank];
+}
+
+void hlb_spmd_layout(const hlb_spmd *s, const size_t **counts, const size_t **displs) {
+  if (counts)
+    *counts = s->counts;
+  if (displs)
+    *displs = s->displs;
+}
+
+int hlb_spmd_register_dense(hlb_spmd *s, void **data, size_t row_bytes) {
+  if (!data || row_bytes == 0)
+    return hlb__error(HLB_EINVAL, "spmd: register_dense needs a pointer and row_bytes > 0");
+  if (s->n_arrays == HLB_SPMD_MAX_ARRAYS)
+    return hlb__error(HLB_ERANGE, "spmd: at most %d dense arrays", HLB_SPMD_MAX_ARRAYS);
+  s->arrays[s->n_arrays++] = (dense_array){data, row_bytes};
+  return 0;
+}
+
+int hlb_spmd_register_csr(hlb_spmd *s, hlb_csr *m) {
+  if (!m || !m->row_ptr)
+    return hlb__error(HLB_EINVAL, "spmd: register_csr needs a matrix with row_ptr");
+  if (m->row_ptr[0] != 0)
+    return hlb__error(HLB_EINVAL, "spmd: register_csr: row_ptr[0] must be 0, got %lld",
+                      (long long)m->row_ptr[0]);
+  if (s->n_csr == HLB_SPMD_MAX_CSR)
+    return hlb__error(HLB_ERANGE, "spmd: at most %d CSR matrices", HLB_SPMD_MAX_CSR);
+  s->csr[s->n_csr++] = m;
+  return 0;
+}
+
+int hlb_spmd_set_row_weights(hlb_spmd *s, const double *local) {
+  size_t n = (size_t)s->size;
+  int *counts = malloc(n * sizeof(int)), *displs = malloc(n * sizeof(int));
+  double *global = malloc(s->rows * sizeof(double));
+  int rc = 0;
+  if (!counts || !displs || !global)
+    rc = hlb__error(HLB_ENOMEM, "spmd: out of memory for %zu row weights", s->rows);
+  for (size_t r = 0; !rc && r < n; r++) {
+    counts[r] = (int)s->counts[r];
+    displs[r] = (int)s->displs[r];
+  }
+  for (size_t i = 0; !rc && i < s->counts[s->rank]; i++)
+    if (!(local[i] >= 0.0) || local[i] > 1e300)
+      rc = hlb__error(HLB_EINVAL, "spmd: row weight of row %zu must be finite and >= 0, got %g",
+                      s->displs[s->rank] + i, local[i]);
+  /* Every rank must take part in the collective even after a local error. */
+  int any_error = rc != 0, global_error = 0;
+  MPI_Allreduce(&any_error, &global_error, 1, MPI_INT, MPI_LOR, s->comm);
+  if (!global_error)
+    MPI_Allgatherv(local, counts[s->rank], MPI_DOUBLE, global, counts, displs, MPI_DOUBLE,
+                   s->comm);
+  free(counts);
+  free(displs);
+  if (global_error) {
+    free(global);
+    return rc ? rc : hlb__error(HLB_EINVAL, "spmd: another rank gave invalid row weights");
+  }
+  free(s->row_weights);
+  s->row_weights = global;
+  return 0;
+}
+
+int hlb_spmd_begin(hlb_spmd *s) {
+  hlb__monitor_begin(&s->monitor);
+  return 0;
+}
+
+static double local_row_work(const hlb_spmd *s) {
+  size_t first = s->displs[s->rank], count = s->counts[s->rank];
+  if (!s->row_weights)
+    return (double)count;
+  double w = 0.0;
+  for (size_t i = 0; i < count; i++)
+    w += s->row_weights[first + i];
+  return w;
+}
+
+/* Keep every rank at min_rows or more, taking from the largest counts. */
+static void enforce_min_rows(hlb_spmd *s) {
+  size_t min_rows = s->opt.min_rows ? s->opt.min_rows : 1;
+  for (int r = 0; r < s->size; r++) {
+    while (s->new_counts[r] < min_rows) {
+      int big = 0;
+      for (int q = 1; q < s->size; q++)
+        big = s->new_counts[q] > s->new_counts[big] ? q : big;
+      s->new_counts[big]--;
+      s->new_counts[r]++;
+    }
+  }
+}
+
+static int init_policy_once(hlb_spmd *s) {
+  if (s->policy_state)
+    return 0;
+  hlb_repart_ctx ctx = {(unsigned)s->size, s->rows, s->row_weights, s->param};
+  return s->policy->init(&ctx, &s->policy_state);
+}
+
+static int record_redistribution(hlb_spmd *s) {
+  if (s->stats.redistributions == s->redistributed_cap) {
+    unsigned cap = s->redistributed_cap ? 2 * s->redistributed_cap : 16;
+    long *grown = realloc(s->redistributed_at, cap * sizeof *grown);
+    if (!grown)
+      return hlb__error(HLB_ENOMEM, "spmd: out of memory for the redistribution log");
+    s->redistributed_at = grown;
+    s->redistributed_cap = cap;
+  }
+  s->redistributed_at[s->stats.redistributions++] = (long)s->stats.iterations - 1;
+  return 0;
+}
+
+static int redistribute_all(hlb_spmd *s) {
+  size_t at = 0;
+  for (int r = 0; r < s->size; r++) {
+    s->new_displs[r] = at;
+    at += s->new_counts[r];
+  }
+  hlb__layout l = {s->counts, s->displs, s->new_counts, s->new_displs, s->rank, s->size};
+  double t0 = MPI_Wtime();
+  int rc = 0;
+  for (unsigned i = 0; !rc && i < s->n_arrays; i++)
+    rc = hlb__redistribute_dense(s->comm, &l, s->arrays[i].data, s->arrays[i].row_bytes);
+  for (unsigned i = 0; !rc && i < s->n_csr; i++)
+    rc = hlb__redistribute_csr(s->comm, &l, s->csr[i]);
+  if (rc)
+    return rc;
+  double took = MPI_Wtime() - t0, slowest = 0.0;
+  MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, s->comm);
+  for (int r = 0; r < s->size; r++) {
+    size_t first, n;
+    hlb__overlap(&l, r, r, &first, &n);
+    s->stats.rows_moved += s->counts[r] - n;
+  }
+  memcpy(s->counts, s->new_counts, (size_t)s->size * sizeof(size_t));
+  memcpy(s->displs, s->new_displs, (size_t)s->size * sizeof(size_t));
+  s->stats.redistribute_s += slowest;
+  if (s->policy->rebalanced)
+    s->policy->rebalanced(s->policy_state, slowest);
+  return record_redistribution(s);
+}
+
+static int end_of_interval(hlb_spmd *s, int *changed) {
+  hlb_rank_interval mine = hlb__monitor_take(&s->monitor, s->counts[s->rank]);
+  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, s->gathered, (int)sizeof mine, MPI_BYTE,
+                s->comm);
+  s->stats.intervals++;
+  int rc = init_policy_once(s);
+  if (rc)
+    return rc;
+  hlb_repart_decision d = {0};
+  rc = s->policy->decide(s->policy_state, s->gathered, s->counts, s->new_counts, &d);
+  if (rc)
+    return rc;
+  s->stats.last = d;
+  if (!d.rebalance)
+    return 0;
+  enforce_min_rows(s);
+  if (!memcmp(s->counts, s->new_counts, (size_t)s->size * sizeof(size_t)))
+    return 0;
+  rc = redistribute_all(s);
+  if (!rc && changed)
+    *changed = 1;
+  return rc;
+}
+
+int hlb_spmd_end(hlb_spmd *s, double work, int *changed) {
+  if (changed)
+    *changed = 0;
+  if (!hlb__mpi_window_open)
+    return hlb__error(HLB_ESTATE, "spmd: hlb_spmd_end without hlb_spmd_begin");
+  hlb__monitor_end(&s->monitor, work, local_row_work(s));
+  s->stats.iterations++;
+  if (s->stats.iterations % s->opt.interval)
+    return 0;
+  return end_of_interval(s, changed);
+}
+
+void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out) { *out = s->stats; }
+
+long hlb_spmd_redistribution_iteration(const hlb_spmd *s, unsigned k) {
+  return k < s->stats.redistributions ? s->redistributed_at[k] : -1;
+}

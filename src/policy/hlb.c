@@ -1,0 +1,317 @@
+/* hlb: hlb's own default policy. It keeps the PLB papers' core (per-PU curves fitted by least
+ * squares, equal-finish-time split; PLB-HeC III.C, PLB-HAC 3.2) and fixes their weak spots:
+ *
+ * - No synchronisation, no training rounds: each PU's first block is a small probe; after
+ *   that it is planned like every other block, its size capped at `grow` times the largest
+ *   block the PU has completed, so a young model is never trusted far beyond its data.
+ * - Every plan is the equal-finish-time split of the items still in the pool, with the busy
+ *   PUs' predicted ready times (PLB-HAC solves a fixed step instead and needs gap filling and
+ *   a 70 % decay to repair the end). A PU gets `fraction` of its share, so blocks shrink
+ *   geometrically towards a common finish time and the last ones are small; but never below
+ *   a size that keeps the per-block fixed cost under `overhead_max` of the block.
+ * - Models are fitted rarely (each time a PU's sample count grows by `refit_growth`); in
+ *   between, a per-PU correction factor (exponentially weighted ratio of measured to
+ *   predicted times) follows slowdowns and speed-ups within a few blocks.
+ * - Rejected samples teach nothing and stop nothing; lost blocks go back to the pool and the
+ *   plan is redone; a PU is kept waiting only at the very end, when even its smallest block
+ *   would finish after the others and someone else is still busy.
+ * - Cost: the split is re-solved once per n/16 grants (and whenever something changed), so
+ *   a grant costs O(log) amortised even at 1000 PUs.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error_internal.h"
+#include "policy/plb_common.h"
+
+enum { P_PROBE, P_FRACTION, P_GROW, P_SMOOTH, P_MIN, P_OVERHEAD, P_REFIT, P_COUNT };
+
+static const hlb_param_def hlb_params[P_COUNT] = {
+    {"probe_fraction", 0.002, 1e-9, 1.0,
+     "Size of each PU's first block, as a fraction of n_items / n_pus."},
+    {"fraction", 0.35, 0.01, 1.0,
+     "Each block is this fraction of the PU's equal-finish-time share of the remaining items."},
+    {"grow", 4.0, 1.0, 1e6,
+     "A block is at most this many times the largest block the PU has completed."},
+    {"smoothing", 0.4, 0.01, 1.0,
+     "Weight of the newest block in the per-PU correction factor (1 = newest only)."},
+    {"min_fraction", 0.01, 0.0, 1.0,
+     "Smallest block before the PU's last one, as a fraction of n_items / n_pus."},
+    {"overhead_max", 0.05, 1e-4, 1.0,
+     "Blocks are kept large enough that the curve's fixed cost is at most this fraction of the "
+     "block's time (except a PU's last block)."},
+    {"refit_growth", 1.5, 1.01, 100.0,
+     "Refit a PU's model when its accepted samples grew by this factor since the last fit."},
+};
+
+#define RING 8 /* recent samples kept per PU to restart the correction after a refit */
+
+typedef struct hpu {
+  hlb__plb_pu u;
+  double corr;         /* measured / base-curve time, exponentially weighted */
+  size_t next_fit;     /* refit when u.good reaches this */
+  double ring_x[RING]; /* recent accepted samples (items, seconds) */
+  double ring_t[RING];
+  unsigned ring_n, ring_at;
+  unsigned probes; /* blocks granted before the first accepted sample */
+} hpu;
+
+typedef struct hlbp {
+  const hlb_policy_ctx *ctx;
+  double prm[P_COUNT];
+  unsigned n;
+  hpu *pu;
+  hlb__plb_ws ws;
+  hlb_curve *curves; /* effective curve (base * corr) of each PU for the solve */
+  int *usable;
+  double *ready, *x;
+  double target;  /* predicted common finish time of the last solve (driver's clock) */
+  int planned;    /* target is valid */
+  unsigned since; /* grants since the last solve */
+} hlbp;
+
+static void hlb_fini(void *state) {
+  hlbp *h = state;
+  if (!h) return;
+  hlb__plb_ws_free(&h->ws);
+  free(h->pu);
+  free(h->curves);
+  free(h->usable);
+  free(h->ready);
+  free(h->x);
+  free(h);
+}
+
+static int hlb_init(const hlb_policy_ctx *ctx, void **state) {
+  unsigned n = ctx->n_pus;
+  hlbp *h = calloc(1, sizeof *h);
+  if (!h) return hlb__error(HLB_ENOMEM, "hlb: no memory for %u PUs", n);
+  h->ctx = ctx;
+  h->n = n;
+  memcpy(h->prm, ctx->param, sizeof h->prm);
+  h->pu = calloc(n, sizeof *h->pu);
+  h->curves = calloc(n, sizeof *h->curves);
+  h->usable = calloc(n, sizeof *h->usable);
+  h->ready = calloc(n, sizeof *h->ready);
+  h->x = calloc(n, sizeof *h->x);
+  if (!h->pu || !h->curves || !h->usable || !h->ready || !h->x ||
+      hlb__plb_ws_init(&h->ws, n) != 0) {
+    hlb_fini(h);
+    return hlb__error(HLB_ENOMEM, "hlb: no memory for %u PUs", n);
+  }
+  for (unsigned p = 0; p < n; p++) {
+    h->pu[p].corr = 1.0;
+    h->pu[p].next_fit = 3;
+  }
+  *state = h;
+  return 0;
+}
+
+static double base_time(const hpu *q, double x) {
+  return hlb_curve_time(&q->u.curve, x);
+}
+
+/* The correction factor over the recent samples, newest weighted most, against the current
+ * base curve (used after a refit changed the base). */
+static void recompute_corr(hlbp *h, hpu *q) {
+  double w = 1.0, sw = 0.0, s = 0.0, keep = 1.0 - h->prm[P_SMOOTH];
+  for (unsigned i = 0; i < q->ring_n; i++) {
+    unsigned k = (q->ring_at + RING - 1 - i) % RING;
+    double b = base_time(q, q->ring_x[k]);
+    if (b > 0 && isfinite(b)) {
+      s += w * q->ring_t[k] / b;
+      sw += w;
+    }
+    w *= keep;
+  }
+  q->corr = sw > 0 ? s / sw : 1.0;
+}
+
+/* The PU's base curve: its model's fit where that fit agrees with the measured line up to
+ * a few times the largest block seen (a fit of small blocks can bend away wildly beyond
+ * them, and the plan extrapolates to the PU's whole share), else the line itself. */
+static void choose_base(hpu *q) {
+  hlb_curve line;
+  int have_line = hlb__plb_affine_curve(&q->u, &line);
+  if (q->u.fitted && have_line) {
+    for (int i = 0; i <= 2; i++) {
+      double x = q->u.max_items * (double)(1 << (2 * i)); /* 1x, 4x, 16x */
+      double r = hlb_curve_time(&q->u.curve, x) / hlb_curve_time(&line, x);
+      if (!(r > 0.7 && r < 1.4)) {
+        q->u.fitted = 0;
+        break;
+      }
+    }
+  }
+  if (!q->u.fitted) q->u.curve = line;
+}
+
+static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
+  hpu *q = &h->pu[p];
+  double x = (double)s->block.count, t = hlb__plb_sample_s(s);
+  double before = q->u.good ? base_time(q, x) : 0.0;
+  int first = q->u.good == 0;
+  hlb__plb_observe(&q->u, s);
+  q->ring_x[q->ring_at] = x;
+  q->ring_t[q->ring_at] = t;
+  q->ring_at = (q->ring_at + 1) % RING;
+  if (q->ring_n < RING) q->ring_n++;
+  double old = q->corr;
+  if (q->u.good >= q->next_fit) {
+    hlb__plb_refit(h->ctx, p, &q->u, (double)h->ctx->n_items);
+    choose_base(q);
+    q->next_fit = (size_t)ceil((double)q->u.good * h->prm[P_REFIT]) + 1;
+    recompute_corr(h, q);
+  } else if (!q->u.fitted) {
+    choose_base(q); /* the line moves with every sample; keep the correction relative */
+    if (!first && before > 0 && isfinite(before)) {
+      double a = h->prm[P_SMOOTH];
+      q->corr = (1.0 - a) * q->corr + a * t / before;
+    }
+  } else if (!first && before > 0 && isfinite(before)) {
+    double a = h->prm[P_SMOOTH];
+    q->corr = (1.0 - a) * q->corr + a * t / before;
+  }
+  /* A fresh estimate, or one that moved by more than 10 %, invalidates the plan. */
+  if (first || fabs(q->corr / old - 1.0) > 0.1) h->planned = 0;
+}
+
+static double median_rate(const hlbp *h) {
+  double *r = h->ws.x; /* scratch: the solve below overwrites it anyway */
+  unsigned m = 0;
+  for (unsigned p = 0; p < h->n; p++)
+    if (h->pu[p].u.rate > 0) r[m++] = h->pu[p].u.rate / h->pu[p].corr;
+  if (m == 0) return 0.0;
+  for (unsigned i = 1; i < m; i++) /* small n in practice; insertion sort is enough */
+    for (unsigned j = i; j > 0 && r[j - 1] > r[j]; j--) {
+      double t = r[j];
+      r[j] = r[j - 1];
+      r[j - 1] = t;
+    }
+  return r[m / 2];
+}
+
+/* Effective curves and ready times of all PUs, then the equal-finish-time split of the pool. */
+static void plan(hlbp *h, double now) {
+  double med = h->n > 256 ? 0.0 : median_rate(h);
+  if (h->n > 256) { /* the mean is enough at scale and costs O(n) */
+    double s = 0.0;
+    unsigned m = 0;
+    for (unsigned p = 0; p < h->n; p++)
+      if (h->pu[p].u.rate > 0) {
+        s += h->pu[p].u.rate;
+        m++;
+      }
+    med = m ? s / m : 0.0;
+  }
+  for (unsigned p = 0; p < h->n; p++) {
+    hpu *q = &h->pu[p];
+    h->usable[p] = 1;
+    if (q->u.rate > 0) {
+      hlb__plb_curve_scaled(&h->curves[p], &q->u.curve, q->corr);
+    } else {
+      /* Not measured yet: no faster than its probe allows so far, and no faster than the
+       * typical PU. */
+      double r = med;
+      hlb_block blk;
+      if (hlb_balancer_oldest_in_flight(h->ctx->balancer, p, &blk) && now > blk.granted_s) {
+        double bound = (double)blk.count / (now - blk.granted_s);
+        r = r > 0 && r < bound ? r : bound;
+      }
+      h->usable[p] = r > 0;
+      hlb__plb_linear_curve(&h->curves[p], r);
+    }
+    h->ready[p] = h->usable[p] ? hlb__plb_ready_in(h->ctx, p, &h->curves[p], now) : 0.0;
+  }
+  double left = (double)hlb_balancer_remaining(h->ctx->balancer);
+  double ms = 0.0;
+  unsigned m = hlb__plb_solve(h->ctx, &h->ws, h->curves, h->usable, h->ready, left, h->x, &ms);
+  h->planned = m > 0;
+  h->target = now + ms;
+  h->since = 0;
+}
+
+static int needs_plan(const hlbp *h, double now, unsigned alive) {
+  unsigned every = alive / 16 ? alive / 16 : 1;
+  size_t left = hlb_balancer_remaining(h->ctx->balancer);
+  /* Near the end every decision matters: plan each time. */
+  return !h->planned || h->since >= every || !(h->target > now) ||
+         (alive <= 64 && (double)left < 0.1 * (double)h->ctx->n_items);
+}
+
+static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
+  hlbp *h = state;
+  if (pu >= h->n) return hlb__error(HLB_EINVAL, "hlb: pu %u out of range (%u PUs)", pu, h->n);
+  hpu *q = &h->pu[pu];
+  unsigned alive = hlb__plb_alive(h->ctx);
+  double per_pu = (double)h->ctx->n_items / (alive ? alive : 1);
+  if (!(q->u.rate > 0)) { /* nothing learnt yet: probe */
+    q->probes++;
+    *count = hlb__plb_round(h->ctx, h->prm[P_PROBE] * per_pu);
+    return HLB_GRANT;
+  }
+  if (needs_plan(h, now, alive)) plan(h, now);
+  h->since++;
+  const hlb_curve *c = &h->curves[pu];
+  double left = (double)hlb_balancer_remaining(h->ctx->balancer);
+  double share = h->planned ? hlb__plb_inverse(c, h->target - now, left) : left / alive;
+  double g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
+  /* At the very end, a PU whose share is under half a granule would finish after everyone
+   * else even with one granule: let the busy PUs take the rest. Earlier, a plan that says
+   * so is more likely wrong than right, so the PU works. */
+  if (share < 0.5 * g && left <= h->prm[P_FRACTION] * per_pu && hlb__plb_busy(h->ctx) > 0)
+    return HLB_WAIT; /* even one granule here would finish after everyone else */
+  /* Smallest sensible block: min_fraction of a PU's share, and long enough to amortise the
+   * curve's fixed cost. */
+  double fixed = hlb_curve_time(c, g);
+  double min_x = h->prm[P_MIN] * per_pu;
+  double amort = hlb__plb_inverse(c, fixed / h->prm[P_OVERHEAD], left);
+  if (amort > min_x) min_x = amort;
+  double x = h->prm[P_FRACTION] * share;
+  if (x < min_x) x = min_x;
+  if (share <= 2.0 * min_x || x > share) x = share; /* the PU's last block: take its whole share */
+  double cap = h->prm[P_GROW] * q->u.max_items;
+  if (x > cap) x = cap;
+  *count = hlb__plb_round(h->ctx, x);
+  return HLB_GRANT;
+}
+
+static void hlb_done(void *state, unsigned pu, const hlb_sample *s) {
+  hlbp *h = state;
+  if (pu >= h->n) return;
+  if (!hlb__plb_sample_ok(s)) {
+    h->pu[pu].u.bad++; /* the items are processed; the times teach nothing */
+    return;
+  }
+  learn(h, pu, s);
+}
+
+static void hlb_failed(void *state, unsigned pu, const hlb_block *blk) {
+  hlbp *h = state;
+  (void)pu;
+  (void)blk;
+  h->planned = 0; /* the items are back in the pool: redo the split */
+}
+
+static void hlb_retired(void *state, unsigned pu) {
+  hlbp *h = state;
+  (void)pu;
+  h->planned = 0;
+}
+
+const hlb_policy_ops hlb__policy_hlb = {
+    .abi_version = HLB_POLICY_ABI_VERSION,
+    .struct_size = sizeof(hlb_policy_ops),
+    .name = "hlb",
+    .description = "hlb's default: fitted curves, equal-finish-time split of the remaining "
+                   "items with ready times, shrinking blocks, drift correction, no sync",
+    .params = hlb_params,
+    .n_params = P_COUNT,
+    .init = hlb_init,
+    .next = hlb_next,
+    .done = hlb_done,
+    .failed = hlb_failed,
+    .retired = hlb_retired,
+    .fini = hlb_fini,
+};

@@ -1,0 +1,216 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error_internal.h"
+#include "hlb/partition.h"
+#include "policy/plb_common.h"
+
+int hlb__plb_ws_init(hlb__plb_ws *ws, unsigned n) {
+  memset(ws, 0, sizeof *ws);
+  ws->n = n;
+  ws->curves = calloc(n, sizeof *ws->curves);
+  ws->ready = calloc(n, sizeof *ws->ready);
+  ws->x = calloc(n, sizeof *ws->x);
+  ws->idx = calloc(n, sizeof *ws->idx);
+  if (!ws->curves || !ws->ready || !ws->x || !ws->idx) {
+    hlb__plb_ws_free(ws);
+    return hlb__error(HLB_ENOMEM, "policy: no memory for a solve over %u PUs", n);
+  }
+  return 0;
+}
+
+void hlb__plb_ws_free(hlb__plb_ws *ws) {
+  free(ws->curves);
+  free(ws->ready);
+  free(ws->x);
+  free(ws->idx);
+  memset(ws, 0, sizeof *ws);
+}
+
+int hlb__plb_sample_ok(const hlb_sample *s) {
+  return s && s->block.count > 0 && isfinite(s->compute_s) && s->compute_s > 0 &&
+         isfinite(s->transfer_s) && s->transfer_s >= 0;
+}
+
+double hlb__plb_sample_s(const hlb_sample *s) {
+  return s->compute_s + s->transfer_s;
+}
+
+void hlb__plb_linear_curve(hlb_curve *c, double rate) {
+  hlb_curve_from_poly(c, 0.0, rate > 0 ? 1.0 / rate : 0.0, 0.0, 0.0, 0.0);
+}
+
+void hlb__plb_observe(hlb__plb_pu *u, const hlb_sample *s) {
+  if (!hlb__plb_sample_ok(s)) {
+    u->bad++;
+    return;
+  }
+  double x = (double)s->block.count, t = hlb__plb_sample_s(s);
+  u->sum_items += x;
+  u->sum_s += t;
+  u->sxx += x * x;
+  u->sxt += x * t;
+  u->st += t;
+  u->rate = u->sum_items / u->sum_s;
+  if (x > u->max_items) u->max_items = x;
+  if (u->good == 0 || x < u->min_items) u->min_items = x;
+  u->good++;
+  if (!u->fitted) hlb__plb_linear_curve(&u->curve, u->rate);
+}
+
+int hlb__plb_affine_curve(const hlb__plb_pu *u, hlb_curve *c) {
+  double n = (double)u->good, sx = u->sum_items;
+  double det = n * u->sxx - sx * sx;
+  hlb__plb_linear_curve(c, u->rate);
+  /* Distinct sizes make det > 0; demand a clear spread so noise cannot tilt the line. */
+  if (u->good < 2 || !(u->max_items > 1.5 * u->min_items) || !(det > 0)) return 0;
+  double b = (n * u->sxt - sx * u->st) / det;
+  double a = (u->st - b * sx) / n;
+  if (a < 0) { /* a negative fixed cost is noise: refit through the origin */
+    a = 0;
+    b = u->sxt / u->sxx;
+  }
+  if (!(b > 0) || !isfinite(a) || !isfinite(b)) return 0;
+  hlb_curve_from_poly(c, a, b, 0.0, 0.0, 0.0);
+  return 1;
+}
+
+void hlb__plb_curve_scaled(hlb_curve *out, const hlb_curve *c, double f) {
+  *out = *c;
+  for (int k = 0; k < HLB_TERM_COUNT; k++)
+    out->coef[k] *= f;
+  out->transfer_per_item *= f;
+  out->transfer_fixed *= f;
+}
+
+/* A fit is usable where it will be used when it predicts finite, positive times that grow
+ * with the block, and stays within a factor of the measured mean rate over the sizes seen
+ * (a wild extrapolation would hand a PU all the work or none of it). */
+static int fit_sane(const hlb_curve *c, const hlb__plb_pu *u, double x_max) {
+  double lo = u->min_items > 0 ? u->min_items : 1.0;
+  double prev = 0.0;
+  for (int i = 0; i <= 8; i++) {
+    double x = lo * pow(x_max / lo, i / 8.0);
+    double t = hlb_curve_time(c, x);
+    if (!isfinite(t) || t <= 0 || t < prev * (1.0 - 1e-9)) return 0;
+    prev = t;
+  }
+  double mid = sqrt(lo * (u->max_items > lo ? u->max_items : lo));
+  double ratio = hlb_curve_time(c, mid) * u->rate / mid;
+  return ratio > 0.2 && ratio < 5.0;
+}
+
+int hlb__plb_refit(const hlb_policy_ctx *ctx, unsigned p, hlb__plb_pu *u, double x_max) {
+  if (!(u->rate > 0)) return -1;
+  hlb_curve c;
+  if (x_max < 1) x_max = 1;
+  if (hlb_model_fit(ctx->models[p], x_max) == 0 && hlb_model_curve(ctx->models[p], &c) == 0 &&
+      fit_sane(&c, u, x_max)) {
+    u->curve = c;
+    u->fitted = 1;
+    return 1;
+  }
+  hlb_clear_error(); /* too few distinct sizes is the normal state early on */
+  u->fitted = 0;
+  hlb__plb_linear_curve(&u->curve, u->rate);
+  return 0;
+}
+
+double hlb__plb_r2(const hlb_policy_ctx *ctx, unsigned p) {
+  return hlb_model_r2(ctx->models[p]);
+}
+
+double hlb__plb_inverse(const hlb_curve *c, double t, double x_max) {
+  if (!(t > 0) || !(x_max > 0)) return 0.0;
+  if (hlb_curve_time(c, x_max) <= t) return x_max;
+  double lo = 0.0, hi = x_max;
+  for (int i = 0; i < 64 && hi - lo > 1e-3; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (hlb_curve_time(c, mid) <= t)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+double hlb__plb_ready_in(const hlb_policy_ctx *ctx, unsigned p, const hlb_curve *c, double now) {
+  unsigned n = hlb_balancer_in_flight(ctx->balancer, p);
+  hlb_block blk;
+  if (n == 0 || !hlb_balancer_oldest_in_flight(ctx->balancer, p, &blk)) return 0.0;
+  double one = hlb_curve_time(c, (double)blk.count);
+  double left = blk.granted_s + one - now;
+  if (left < 0.25 * one) left = 0.25 * one; /* overdue: expect it soon, but not now */
+  return left + (n - 1) * one;
+}
+
+/* Shares proportional to each curve's speed at `items` / n: the fallback when the solver
+ * rejects the curves. */
+static void proportional(const hlb_curve *curves, unsigned m, double items, double *x,
+                         double *makespan) {
+  double sum = 0.0;
+  for (unsigned i = 0; i < m; i++) {
+    double probe = items / m;
+    double t = hlb_curve_time(&curves[i], probe);
+    x[i] = t > 0 && isfinite(t) ? probe / t : 0.0;
+    sum += x[i];
+  }
+  double worst = 0.0;
+  for (unsigned i = 0; i < m; i++) {
+    x[i] = sum > 0 ? items * x[i] / sum : items / m;
+    double t = hlb_curve_time(&curves[i], x[i]);
+    if (t > worst) worst = t;
+  }
+  if (makespan) *makespan = worst;
+}
+
+unsigned hlb__plb_solve(const hlb_policy_ctx *ctx, hlb__plb_ws *ws, const hlb_curve *curves,
+                        const int *usable, const double *ready, double items, double *x,
+                        double *makespan) {
+  unsigned m = 0;
+  for (unsigned p = 0; p < ctx->n_pus; p++) {
+    x[p] = 0.0;
+    if (!usable[p] || !hlb_balancer_pu_alive(ctx->balancer, p)) continue;
+    ws->idx[m] = p;
+    ws->curves[m] = curves[p];
+    ws->ready[m] = ready ? ready[p] : 0.0;
+    m++;
+  }
+  if (m == 0 || !(items > 0)) {
+    if (makespan) *makespan = 0.0;
+    return m;
+  }
+  double ms = 0.0;
+  if (hlb_eft_solve(ws->curves, ws->ready, m, items, ws->x, &ms) != 0) {
+    hlb_clear_error();
+    proportional(ws->curves, m, items, ws->x, &ms);
+  }
+  for (unsigned i = 0; i < m; i++)
+    x[ws->idx[i]] = ws->x[i] > 0 && isfinite(ws->x[i]) ? ws->x[i] : 0.0;
+  if (makespan) *makespan = ms;
+  return m;
+}
+
+size_t hlb__plb_round(const hlb_policy_ctx *ctx, double x) {
+  size_t g = ctx->granularity ? ctx->granularity : 1;
+  if (!(x > 0) || !isfinite(x)) return g;
+  double k = floor(x / (double)g + 0.5);
+  if (k < 1) k = 1;
+  if (k > (double)(ctx->n_items / g + 1)) k = (double)(ctx->n_items / g + 1);
+  return (size_t)k * g;
+}
+
+unsigned hlb__plb_alive(const hlb_policy_ctx *ctx) {
+  unsigned n = 0;
+  for (unsigned p = 0; p < ctx->n_pus; p++)
+    n += hlb_balancer_pu_alive(ctx->balancer, p) != 0;
+  return n;
+}
+
+unsigned hlb__plb_busy(const hlb_policy_ctx *ctx) {
+  unsigned n = 0;
+  for (unsigned p = 0; p < ctx->n_pus; p++)
+    n += hlb_balancer_pu_alive(ctx->balancer, p) && hlb_balancer_in_flight(ctx->balancer, p) > 0;
+  return n;
+}

@@ -1,0 +1,446 @@
+/* The discrete-event simulator (docs/simulator.md).
+ *
+ * Life of a block on PU p of node n, all in simulated seconds:
+ *   grant at t0 -> input waits for node n's inbound link (FIFO), crosses it, then crosses
+ *   p's own link -> compute for F_p(count) * noise * slowdown -> output crosses p's link,
+ *   waits for node n's outbound link (FIFO), crosses it -> done: the sample goes to the
+ *   balancer and p asks for its next block.
+ * A PU holds one block at a time, so its own link is never contended; a node's links are
+ * (one per direction: the networks modelled are full duplex). Input reservations are made at
+ * grant time, which is FIFO because grants happen in time order; output needs an event when
+ * it reaches the node (EV_OUT_AT_NODE) so that it queues in arrival order.
+ *
+ * Three kinds of events per block at most, in a binary heap preallocated for the run: no
+ * allocation per event. A PU has at most one live event; slowdowns and failures invalidate it
+ * by bumping the PU's generation, so the heap never needs a decrease-key.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error_internal.h"
+#include "common/rng.h"
+#include "hlb/balancer.h"
+#include "hlb/policy.h"
+#include "hlb/sim.h"
+#include "sim/evq.h"
+
+enum { EV_COMPUTE_END = 0, EV_OUT_AT_NODE, EV_BLOCK_DONE };
+
+enum { PU_READY = 0, PU_BUSY, PU_WAITING, PU_STOPPED, PU_DEAD };
+
+typedef struct pu_state {
+  int state;
+  uint32_t gen;     /* bumped when the pending event is invalidated */
+  hlb_block blk;    /* the block in flight (PU_BUSY) */
+  int phase;        /* hlb_sim_phase of the block in flight */
+  double in_start;  /* input starts crossing the node link */
+  double in_end;    /* input has arrived: compute starts */
+  double c_end;     /* compute ends (moves with slowdowns) */
+  double c_slow;    /* slowdown factor the rest of the compute runs at */
+  double out_start; /* output leaves the PU */
+  double out_end;   /* output has arrived at the manager */
+  double own_xfer;  /* this block's own link time, queueing excluded */
+  double slowdown;  /* factor in force now (events) */
+  double busy_s, died_s;
+  size_t items;
+  hlb__rng rng;
+} pu_state;
+
+typedef struct sim {
+  const hlb_cluster *c;
+  const hlb_sim_options *opt;
+  hlb_balancer *b;
+  hlb__evq q;
+  pu_state *pu;
+  double *node_in_free, *node_out_free; /* when each node's link is next free */
+  unsigned *waiters;                    /* PUs told HLB_WAIT, in the order they were told */
+  unsigned n_waiters;
+  double sigma;
+  double now;
+  hlb_sim_result *r;
+  size_t slice_cap;
+} sim;
+
+/* Seconds to send `bytes` over a link. INFINITY bandwidth (the manager's own node, host
+ * cores) costs only the latency, which is 0 for those. */
+static double link_time(const hlb_link *l, double bytes) {
+  return l->latency_s + (isinf(l->bandwidth_Bps) ? 0.0 : bytes / l->bandwidth_Bps);
+}
+
+static int record(sim *s, unsigned p, hlb_sim_phase phase, double a, double z, int lost) {
+  if (!s->opt->keep_trace) return 0;
+  hlb_sim_result *r = s->r;
+  if (r->n_slices == s->slice_cap) {
+    /* Trace runs only: growth by doubling keeps it amortised O(1) per slice. */
+    size_t cap = s->slice_cap ? 2 * s->slice_cap : 1024;
+    hlb_sim_slice *n = realloc(r->slices, cap * sizeof *n);
+    if (!n) return hlb__error(HLB_ENOMEM, "sim: trace of %zu slices: out of memory", cap);
+    r->slices = n;
+    s->slice_cap = cap;
+  }
+  const hlb_block *blk = &s->pu[p].blk;
+  r->slices[r->n_slices++] =
+      (hlb_sim_slice){p, phase, lost, blk->begin, blk->count, a, z > a ? z : a};
+  return 0;
+}
+
+/* The lognormal factor exp(sigma N - sigma^2 / 2): mean 1, so noise does not bias speeds. */
+static double noise(sim *s, unsigned p) {
+  if (s->sigma <= 0) return 1.0;
+  return exp(s->sigma * hlb__rng_normal(&s->pu[p].rng) - 0.5 * s->sigma * s->sigma);
+}
+
+/* Start block blk on p at s->now: reserve the node's inbound link, schedule compute end. */
+static int start_block(sim *s, unsigned p, const hlb_block *blk) {
+  const hlb_cluster *c = s->c;
+  const hlb_cluster_pu *cp = &c->pus[p];
+  const hlb_cluster_node *cn = &c->nodes[cp->node];
+  pu_state *ps = &s->pu[p];
+  double bytes = (double)blk->count * c->item_in_bytes;
+  double start = s->now > s->node_in_free[cp->node] ? s->now : s->node_in_free[cp->node];
+  double t_node = link_time(&cn->link, bytes);
+  double t_pu = link_time(&cp->link, bytes);
+  s->node_in_free[cp->node] = start + t_node;
+  ps->state = PU_BUSY;
+  ps->blk = *blk;
+  ps->phase = HLB_SIM_PHASE_IN;
+  ps->in_start = start;
+  ps->in_end = start + t_node + t_pu;
+  ps->own_xfer = t_node + t_pu;
+  ps->c_slow = ps->slowdown;
+  double f = hlb_curve_compute(&cp->time, (double)blk->count);
+  ps->c_end = ps->in_end + f * noise(s, p) * ps->c_slow;
+  return hlb__evq_push(&s->q, ps->c_end, p, ps->gen, EV_COMPUTE_END);
+}
+
+/* Ask the balancer for p's next block. *waited is set when the answer is HLB_WAIT. */
+static int ask(sim *s, unsigned p, int *waited) {
+  hlb_block blk;
+  *waited = 0;
+  int rc = hlb_balancer_next(s->b, p, s->now, &blk);
+  if (rc == HLB_GRANT) return start_block(s, p, &blk);
+  if (rc == HLB_WAIT) {
+    s->pu[p].state = PU_WAITING;
+    *waited = 1;
+    return 0;
+  }
+  if (rc == HLB_DONE) {
+    s->pu[p].state = PU_STOPPED;
+    return 0;
+  }
+  return rc < 0 ? hlb__error_prefix(rc, "sim: pu %u at t=%g: ", p, s->now)
+                : hlb__error(HLB_ESTATE, "sim: pu %u: hlb_balancer_next returned %d", p, rc);
+}
+
+/* After a done or a failure, PUs that were told to wait may get work. Asked in the order
+ * they started waiting; those told to wait again keep their place. A done that leaves the
+ * pool empty cannot give a waiter anything (the policy is asked only while items remain), so
+ * the loop is skipped: that keeps the tail of a 10^4-PU run from being quadratic. */
+static int wake_waiters(sim *s, int after_fail) {
+  if (!s->n_waiters || (!after_fail && hlb_balancer_remaining(s->b) == 0)) return 0;
+  unsigned n = s->n_waiters, keep = 0;
+  for (unsigned i = 0; i < n; i++) {
+    unsigned p = s->waiters[i];
+    int waited = 0;
+    if (s->pu[p].state == PU_WAITING) {
+      int rc = ask(s, p, &waited);
+      if (rc < 0) {
+        s->n_waiters = 0;
+        return rc;
+      }
+    }
+    if (waited) s->waiters[keep++] = p;
+  }
+  s->n_waiters = keep;
+  return 0;
+}
+
+static int ask_and_wake(sim *s, unsigned p, int after_fail) {
+  int waited = 0, rc = 0;
+  if (s->pu[p].state != PU_DEAD) rc = ask(s, p, &waited);
+  if (rc == 0) rc = wake_waiters(s, after_fail);
+  if (rc == 0 && waited) s->waiters[s->n_waiters++] = p;
+  return rc;
+}
+
+static int on_compute_end(sim *s, unsigned p) {
+  const hlb_cluster *c = s->c;
+  pu_state *ps = &s->pu[p];
+  int rc = record(s, p, HLB_SIM_PHASE_IN, ps->in_start, ps->in_end, 0);
+  if (rc == 0) rc = record(s, p, HLB_SIM_PHASE_COMPUTE, ps->in_end, ps->c_end, 0);
+  if (rc) return rc;
+  ps->busy_s += ps->c_end - ps->in_end;
+  double bytes = (double)ps->blk.count * c->item_out_bytes;
+  double t_pu = link_time(&c->pus[p].link, bytes);
+  ps->phase = HLB_SIM_PHASE_OUT;
+  ps->out_start = s->now;
+  ps->own_xfer += t_pu;
+  return hlb__evq_push(&s->q, s->now + t_pu, p, ps->gen, EV_OUT_AT_NODE);
+}
+
+static int on_out_at_node(sim *s, unsigned p) {
+  const hlb_cluster *c = s->c;
+  pu_state *ps = &s->pu[p];
+  unsigned node = c->pus[p].node;
+  double bytes = (double)ps->blk.count * c->item_out_bytes;
+  double t_node = link_time(&c->nodes[node].link, bytes);
+  double start = s->now > s->node_out_free[node] ? s->now : s->node_out_free[node];
+  s->node_out_free[node] = start + t_node;
+  ps->own_xfer += t_node;
+  ps->out_end = start + t_node;
+  return hlb__evq_push(&s->q, ps->out_end, p, ps->gen, EV_BLOCK_DONE);
+}
+
+static int on_block_done(sim *s, unsigned p) {
+  pu_state *ps = &s->pu[p];
+  int rc = record(s, p, HLB_SIM_PHASE_OUT, ps->out_start, s->now, 0);
+  if (rc) return rc;
+  /* What a real driver measures: wall time of each phase, so queueing on the shared node
+   * link counts as transfer time. */
+  hlb_sample smp = {ps->blk, ps->c_end - ps->in_end,
+                    (ps->in_end - ps->blk.granted_s) + (s->now - ps->c_end), s->now};
+  ps->busy_s += ps->own_xfer;
+  ps->items += ps->blk.count;
+  ps->state = PU_READY;
+  s->r->blocks++;
+  if (s->now > s->r->makespan_s) s->r->makespan_s = s->now;
+  rc = hlb_balancer_done(s->b, p, &smp);
+  if (rc < 0 && rc != HLB_ESAMPLE) return hlb__error_prefix(rc, "sim: pu %u at t=%g: ", p, s->now);
+  return ask_and_wake(s, p, 0);
+}
+
+/* A slowdown changes the factor for the rest of a block in flight too: external load slows
+ * the device from at_s on, whatever it is running (docs/simulator.md). */
+static int on_slowdown(sim *s, unsigned p, double factor) {
+  pu_state *ps = &s->pu[p];
+  ps->slowdown = factor;
+  if (ps->state != PU_BUSY || ps->phase != HLB_SIM_PHASE_IN) return 0;
+  double from = s->now > ps->in_end ? s->now : ps->in_end;
+  double rest = (ps->c_end - from) / ps->c_slow; /* compute left, in unslowed seconds */
+  ps->c_end = from + rest * factor;
+  ps->c_slow = factor;
+  ps->gen++;
+  return hlb__evq_push(&s->q, ps->c_end, p, ps->gen, EV_COMPUTE_END);
+}
+
+/* The PU dies: its block in flight (in any phase) is lost and goes back to the pool, the PU
+ * is retired, and waiting PUs are asked again since items came back. */
+static int on_fail(sim *s, unsigned p) {
+  pu_state *ps = &s->pu[p];
+  if (ps->state == PU_DEAD) return 0;
+  int rc = 0;
+  if (ps->state == PU_BUSY) {
+    double t = s->now;
+    if (ps->phase == HLB_SIM_PHASE_IN) {
+      rc = record(s, p, HLB_SIM_PHASE_IN, ps->in_start, t < ps->in_end ? t : ps->in_end, 1);
+      if (rc == 0 && t > ps->in_end) {
+        rc = record(s, p, HLB_SIM_PHASE_COMPUTE, ps->in_end, t, 1);
+        ps->busy_s += t - ps->in_end;
+      }
+    } else {
+      rc = record(s, p, HLB_SIM_PHASE_OUT, ps->out_start, t, 1);
+    }
+    if (rc) return rc;
+    s->r->blocks_lost++;
+    rc = hlb_balancer_fail(s->b, p, &ps->blk, t);
+    if (rc < 0) return hlb__error_prefix(rc, "sim: pu %u failing at t=%g: ", p, t);
+  }
+  ps->gen++; /* its pending event, if any, is void */
+  ps->state = PU_DEAD;
+  ps->died_s = s->now;
+  rc = hlb_balancer_retire(s->b, p);
+  if (rc < 0) return hlb__error_prefix(rc, "sim: retiring pu %u at t=%g: ", p, s->now);
+  return wake_waiters(s, 1);
+}
+
+static int apply_event(sim *s, const hlb_cluster_event *e) {
+  s->now = e->at_s > s->now ? e->at_s : s->now;
+  s->r->events++;
+  if (e->kind == HLB_EVENT_FAIL) return on_fail(s, e->pu);
+  return on_slowdown(s, e->pu, e->slowdown);
+}
+
+static int handle(sim *s, const hlb__event *e) {
+  if (e->gen != s->pu[e->pu].gen) return 0; /* stale: invalidated by a slowdown or a failure */
+  s->now = e->t;
+  s->r->events++;
+  switch (e->kind) {
+  case EV_COMPUTE_END:
+    return on_compute_end(s, e->pu);
+  case EV_OUT_AT_NODE:
+    return on_out_at_node(s, e->pu);
+  default:
+    return on_block_done(s, e->pu);
+  }
+}
+
+/* The main loop: cluster events (sorted by time) merged with the heap; at equal times the
+ * cluster event goes first, so a PU failing at t loses a block that would finish at t. */
+static int run_loop(sim *s) {
+  const hlb_cluster *c = s->c;
+  unsigned n_ev = s->opt->no_events ? 0 : c->n_events, ei = 0;
+  for (;;) {
+    if (hlb_balancer_finished(s->b)) return 0;
+    const hlb__event *top = hlb__evq_top(&s->q);
+    int rc;
+    if (ei < n_ev && (!top || c->events[ei].at_s <= top->t)) {
+      rc = apply_event(s, &c->events[ei++]);
+    } else if (top) {
+      hlb__event e;
+      hlb__evq_pop(&s->q, &e);
+      rc = handle(s, &e);
+    } else {
+      return hlb__error(HLB_ESTATE,
+                        "sim: stalled at t=%g with %zu items left: %u PUs waiting and nothing "
+                        "in flight (policy '%s')",
+                        s->now, hlb_balancer_remaining(s->b), s->n_waiters,
+                        hlb_balancer_policy(s->b));
+    }
+    if (rc < 0) return rc;
+  }
+}
+
+/* The balancer's view of the PUs: names, kinds, a speed hint (true throughput at an equal
+ * share, transfers included) for `proportional`, and block caps from the memory caps. */
+static int make_balancer(sim *s) {
+  const hlb_cluster *c = s->c;
+  const hlb_sim_options *o = s->opt;
+  hlb_pu_desc *d = calloc(c->n_pus, sizeof *d);
+  if (!d) return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  double share = (double)o->n_items / c->n_pus;
+  if (share < 1) share = 1;
+  for (unsigned p = 0; p < c->n_pus; p++) {
+    const hlb_cluster_pu *cp = &c->pus[p];
+    hlb_curve k;
+    hlb_sim_pu_curve(c, p, &k);
+    double t = hlb_curve_time(&k, share);
+    size_t cap = cp->max_items;
+    if (c->nodes[cp->node].max_items < cap) cap = c->nodes[cp->node].max_items;
+    d[p] = (hlb_pu_desc){cp->name, cp->kind, t > 0 ? share / t : 0.0, 0, cap == SIZE_MAX ? 0 : cap};
+  }
+  hlb_balancer_config cfg = {o->n_items, o->granularity, c->n_pus, d, o->policy, o->params, 0};
+  int rc = hlb_balancer_create(&cfg, &s->b);
+  free(d);
+  return rc;
+}
+
+static int alloc_result(sim *s) {
+  const hlb_cluster *c = s->c;
+  hlb_sim_result *r = calloc(1, sizeof *r);
+  if (!r) return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  s->r = r;
+  r->n_pus = c->n_pus;
+  r->items_per_pu = calloc(c->n_pus, sizeof *r->items_per_pu);
+  r->busy_s = calloc(c->n_pus, sizeof *r->busy_s);
+  r->alive_s = calloc(c->n_pus, sizeof *r->alive_s);
+  r->kind_names = calloc(c->n_pus, sizeof *r->kind_names);
+  r->idle_pct = calloc(c->n_pus, sizeof *r->idle_pct);
+  if (!r->items_per_pu || !r->busy_s || !r->alive_s || !r->kind_names || !r->idle_pct)
+    return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  return 0;
+}
+
+static int alloc_state(sim *s) {
+  const hlb_cluster *c = s->c;
+  s->pu = calloc(c->n_pus, sizeof *s->pu);
+  s->node_in_free = calloc(c->n_nodes, sizeof *s->node_in_free);
+  s->node_out_free = calloc(c->n_nodes, sizeof *s->node_out_free);
+  s->waiters = calloc(c->n_pus, sizeof *s->waiters);
+  if (!s->pu || !s->node_in_free || !s->node_out_free || !s->waiters)
+    return hlb__error(HLB_ENOMEM, "sim: out of memory for %u PUs", c->n_pus);
+  for (unsigned p = 0; p < c->n_pus; p++) {
+    s->pu[p].slowdown = 1.0;
+    /* One noise stream per PU: PU p's k-th block gets the same factor under every policy
+     * that gives it a k-th block, which makes policies comparable for one seed. */
+    hlb__rng_seed(&s->pu[p].rng, s->opt->seed ^ (0x9e3779b97f4a7c15ull * (p + 1)));
+  }
+  /* Live events: one per PU, plus one stale event per cluster event at most. */
+  return hlb__evq_init(&s->q, 2 * (size_t)c->n_pus + c->n_events + 16);
+}
+
+static void finish_result(sim *s) {
+  const hlb_cluster *c = s->c;
+  hlb_sim_result *r = s->r;
+  snprintf(r->policy, sizeof r->policy, "%s", hlb_balancer_policy(s->b));
+  r->solver_s = hlb_balancer_solver_seconds(s->b);
+  r->exactly_once = hlb_balancer_check_exactly_once(s->b) == 0;
+  r->ratio = r->lower_bound_s > 0 ? r->makespan_s / r->lower_bound_s : NAN;
+  double *busy = calloc(c->n_pus, sizeof *busy), *alive = calloc(c->n_pus, sizeof *alive);
+  for (unsigned p = 0; p < c->n_pus; p++) {
+    const pu_state *ps = &s->pu[p];
+    r->items_per_pu[p] = ps->items;
+    r->busy_s[p] = ps->busy_s;
+    r->alive_s[p] = ps->state == PU_DEAD && ps->died_s < r->makespan_s ? ps->died_s : r->makespan_s;
+    unsigned k = 0;
+    while (k < r->n_kinds && strcmp(r->kind_names[k], c->pus[p].kind) != 0)
+      k++;
+    if (k == r->n_kinds) r->kind_names[r->n_kinds++] = c->pus[p].kind;
+    if (busy && alive) {
+      busy[k] += r->busy_s[p];
+      alive[k] += r->alive_s[p];
+    }
+  }
+  for (unsigned k = 0; k < r->n_kinds; k++)
+    r->idle_pct[k] = busy && alive && alive[k] > 0 ? 100.0 * (1.0 - busy[k] / alive[k]) : 0.0;
+  free(busy);
+  free(alive);
+}
+
+static int check_options(const hlb_cluster *c, const hlb_sim_options *o) {
+  if (!c || !o) return hlb__error(HLB_EINVAL, "sim: cluster and options must not be NULL");
+  if (o->n_items == 0) return hlb__error(HLB_EINVAL, "sim: n_items must be > 0, got 0");
+  if (c->n_pus == 0) return hlb__error(HLB_EINVAL, "sim: the cluster has no PU");
+  for (unsigned i = 0; i < c->n_events; i++)
+    if (c->events[i].pu >= c->n_pus)
+      return hlb__error(HLB_EINVAL, "sim: events[%u]: pu %u out of range (%u PUs)", i,
+                        c->events[i].pu, c->n_pus);
+  return 0;
+}
+
+static void free_state(sim *s) {
+  hlb__evq_fini(&s->q);
+  free(s->pu);
+  free(s->node_in_free);
+  free(s->node_out_free);
+  free(s->waiters);
+  hlb_balancer_destroy(s->b);
+}
+
+int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result **out) {
+  int rc = check_options(c, opt);
+  if (rc) return rc;
+  sim s = {.c = c, .opt = opt, .sigma = opt->no_noise ? 0.0 : c->noise_sigma};
+  rc = alloc_result(&s);
+  if (rc == 0) rc = alloc_state(&s);
+  if (rc == 0) rc = hlb_sim_lower_bound(c, opt->n_items, &s.r->lower_bound_s);
+  if (rc == 0) rc = make_balancer(&s);
+  /* Every PU is ready at t = 0 and asks in index order. */
+  for (unsigned p = 0; rc == 0 && p < c->n_pus; p++) {
+    int waited = 0;
+    rc = ask(&s, p, &waited);
+    if (rc == 0 && waited) s.waiters[s.n_waiters++] = p;
+  }
+  if (rc == 0) rc = run_loop(&s);
+  if (rc == 0) finish_result(&s);
+  free_state(&s);
+  if (rc) {
+    hlb_sim_result_free(s.r);
+    return rc;
+  }
+  *out = s.r;
+  return 0;
+}
+
+void hlb_sim_result_free(hlb_sim_result *r) {
+  if (!r) return;
+  free(r->items_per_pu);
+  free(r->busy_s);
+  free(r->alive_s);
+  free(r->kind_names);
+  free(r->idle_pct);
+  free(r->slices);
+  free(r);
+}

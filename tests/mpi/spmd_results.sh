@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPMD examples give the same answer on any number of ranks, with or without redistributions.
+# Jacobi's checksum is bit-for-bit that of the single-process run (a row's update depends only
+# on x, so a lost, duplicated or misplaced row would change it); CG converges to x = 1.
+# Usage: spmd_results.sh DIR_WITH_hlb_jacobi_AND_hlb_cg
+set -euo pipefail
+bin=$1
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
+field() { python3 -c "import json,sys; print(json.loads(sys.stdin.readline())['$1'])"; }
+
+ref=$("${MPIRUN[@]}" -np 1 "$bin/hlb_jacobi" --rows 240 --iters 150 --policy none | field checksum)
+echo "single-process checksum $ref"
+fail=0
+for np in 2 3 4; do
+  for policy in none flex model ccp diffusive hlb; do
+    # Rank np-1 is slowed 2x from iteration 30 on, and the policies are made eager so that rows
+    # really move several times during the run.
+    case $policy in
+      flex) params="k=1,th2=0" ;;
+      hlb) params="persist=1,threshold=0" ;;
+      model | ccp) params="gain=0" ;;
+      diffusive) params="imbalance=0,window=1" ;;
+      *) params="" ;;
+    esac
+    out=$("${MPIRUN[@]}" -np $np "$bin/hlb_jacobi" --rows 240 --iters 150 --interval 10 \
+      --policy $policy --params "$params" --inject-rank $((np - 1)) --inject-from 30 --inject-frac 2)
+    sum=$(echo "$out" | field checksum)
+    moves=$(echo "$out" | field redistributions)
+    echo "jacobi np=$np policy=$policy checksum=$sum redistributions=$moves"
+    if [ "$sum" != "$ref" ]; then echo "FAIL: checksum differs from the single-process run"; fail=1; fi
+    if [ "$policy" = flex ] && [ "$moves" -lt 1 ]; then echo "FAIL: no redistribution happened"; fail=1; fi
+  done
+  out=$("${MPIRUN[@]}" -np $np "$bin/hlb_cg" --rows 24 --iters 400 --interval 10 --policy flex \
+    --params "k=1,th2=0" --inject-rank 0 --inject-from 20 --inject-frac 2)
+  err=$(echo "$out" | field error)
+  moves=$(echo "$out" | field redistributions)
+  echo "cg np=$np error=$err redistributions=$moves"
+  python3 -c "import sys; sys.exit(0 if float('$err') < 1e-6 else 1)" || { echo "FAIL: CG error $err"; fail=1; }
+  if [ "$moves" -lt 1 ]; then echo "FAIL: CG saw no redistribution"; fail=1; fi
+done
+exit $fail

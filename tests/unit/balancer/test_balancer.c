@@ -1,0 +1,376 @@
+/* The balancer: configuration and parameter errors, policy selection, WAIT/DONE semantics,
+ * failed ranges re-granted, retirement, rejected samples, the decision log and the
+ * exactly-once proof. Uses the greedy policy (fixed chunk) so block sizes are known. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "balancer/balancer_internal.h"
+#include "hlb/error.h"
+#include "hlb/policy.h"
+
+static hlb_pu_desc pus[4] = {{"cpu0", "cpu", 1, 0, 0},
+                             {"gpu0", "gpu", 4, 0, 0},
+                             {"cpu1", "cpu", 1, 0, 0},
+                             {"gpu1", "gpu", 4, 0, 0}};
+
+static hlb_balancer_config config(size_t n, unsigned n_pus, const char *policy,
+                                  const char *params) {
+  return (hlb_balancer_config){.n_items = n,
+                               .granularity = 1,
+                               .n_pus = n_pus,
+                               .pus = pus,
+                               .policy = policy,
+                               .params = params};
+}
+
+static hlb_balancer *make(size_t n, unsigned n_pus, const char *params) {
+  hlb_balancer_config c = config(n, n_pus, "greedy", params);
+  hlb_balancer *b = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  return b;
+}
+
+static hlb_sample sample(hlb_block blk, double compute, double transfer, double end) {
+  return (hlb_sample){.block = blk, .compute_s = compute, .transfer_s = transfer, .end_s = end};
+}
+
+static void expect_error(const hlb_balancer_config *c, int code, const char *text) {
+  hlb_balancer *b = (hlb_balancer *)1;
+  assert_int_equal(hlb_balancer_create(c, &b), code);
+  assert_null(b);
+  if (!strstr(hlb_last_error(), text))
+    fail_msg("error '%s' does not contain '%s'", hlb_last_error(), text);
+}
+
+static void bad_configs_are_named(void **state) {
+  (void)state;
+  hlb_balancer_config c = config(0, 2, "greedy", NULL);
+  expect_error(&c, HLB_EINVAL, "n_items must be > 0");
+  c = config(10, 0, "greedy", NULL);
+  expect_error(&c, HLB_EINVAL, "n_pus must be > 0");
+  hlb_pu_desc bad[2] = {{"a", "cpu", 1, 0, 0}, {"b", "cpu", NAN, 0, 0}};
+  c = config(10, 2, "greedy", NULL);
+  c.pus = bad;
+  expect_error(&c, HLB_EINVAL, "pu 1: speed_hint");
+  bad[1] = (hlb_pu_desc){"b", "cpu", 1, 50, 20};
+  expect_error(&c, HLB_EINVAL, "pu 1: min_block 50 is larger than max_block 20");
+  bad[1] = (hlb_pu_desc){"b", "cpu", 1, 0, 5};
+  c.granularity = 8;
+  expect_error(&c, HLB_EINVAL, "pu 1: max_block 5 is smaller than the granularity 8");
+}
+
+static void bad_params_list_valid_ones(void **state) {
+  (void)state;
+  hlb_balancer_config c = config(100, 2, "greedy", "chunk=5,bogus=1");
+  expect_error(&c, HLB_EINVAL, "unknown parameter 'bogus' (valid: chunk, initial_fraction)");
+  c.params = "chunk=-3";
+  expect_error(&c, HLB_EINVAL, "[0, 1e+15], got -3");
+  c.params = "chunk=abc";
+  expect_error(&c, HLB_EINVAL, "'abc' is not a number");
+  c.params = "chunk";
+  expect_error(&c, HLB_EINVAL, "chunk");
+  c.policy = "no-such-policy";
+  c.params = NULL;
+  expect_error(&c, HLB_ENOTFOUND, "unknown policy 'no-such-policy'");
+  assert_non_null(strstr(hlb_last_error(), "greedy"));
+}
+
+static void policy_selection_order(void **state) {
+  (void)state;
+  hlb_balancer *b;
+  hlb_balancer_config c = config(100, 2, NULL, NULL);
+  unsetenv("HLB_POLICY");
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_string_equal(hlb_balancer_policy(b), HLB_POLICY_DEFAULT);
+  hlb_balancer_destroy(b);
+  setenv("HLB_POLICY", "guided", 1);
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_string_equal(hlb_balancer_policy(b), "guided");
+  hlb_balancer_destroy(b);
+  c.policy = "static"; /* the API argument wins over the environment */
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_string_equal(hlb_balancer_policy(b), "static");
+  hlb_balancer_destroy(b);
+  c.policy = NULL;
+  setenv("HLB_POLICY", "help", 1);
+  expect_error(&c, HLB_ENOTFOUND, "policy 'help' (from $HLB_POLICY)");
+  setenv("HLB_POLICY", "greedy", 1);
+  setenv("HLB_POLICY_PARAMS", "chunk=3", 1);
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  hlb_block blk;
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &blk), HLB_GRANT);
+  assert_int_equal(blk.count, 3);
+  hlb_balancer_destroy(b);
+  c.params = "chunk=5"; /* the API's parameters win */
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &blk), HLB_GRANT);
+  assert_int_equal(blk.count, 5);
+  hlb_balancer_destroy(b);
+  c.params = NULL;
+  setenv("HLB_POLICY_PARAMS", "chunk=-1", 1);
+  expect_error(&c, HLB_EINVAL, "$HLB_POLICY_PARAMS: policy 'greedy'");
+  unsetenv("HLB_POLICY_PARAMS");
+  setenv("HLB_POLICY", "nope", 1);
+  expect_error(&c, HLB_ENOTFOUND, "unknown policy 'nope' (from $HLB_POLICY)");
+  unsetenv("HLB_POLICY");
+}
+
+static void registry_is_consistent(void **state) {
+  (void)state;
+  assert_true(hlb_policy_count() >= 6);
+  assert_non_null(hlb_policy_find(HLB_POLICY_DEFAULT));
+  for (unsigned i = 0; i < hlb_policy_count(); i++) {
+    const hlb_policy_ops *p = hlb_policy_at(i);
+    assert_ptr_equal(hlb_policy_find(p->name), p);
+  }
+  assert_null(hlb_policy_at(hlb_policy_count()));
+  assert_null(hlb_policy_find("nope"));
+}
+
+static void wait_then_failed_range_regranted(void **state) {
+  (void)state;
+  hlb_balancer *b = make(20, 2, "chunk=10");
+  hlb_block a, c, d;
+  assert_int_equal(hlb_balancer_next(b, 0, 0.0, &a), HLB_GRANT);
+  assert_int_equal(hlb_balancer_next(b, 1, 0.0, &c), HLB_GRANT);
+  assert_int_equal(a.begin, 0);
+  assert_int_equal(c.begin, 10);
+  assert_int_equal(hlb_balancer_remaining(b), 0);
+  assert_int_equal(hlb_balancer_busy(b), 2);
+  /* Pool empty, blocks in flight: they may fail and come back. */
+  assert_int_equal(hlb_balancer_next(b, 0, 1.0, &d), HLB_WAIT);
+  assert_int_equal(hlb_balancer_fail(b, 1, &c, 1.5), 0);
+  assert_int_equal(hlb_balancer_remaining(b), 10);
+  assert_int_equal(hlb_balancer_next(b, 0, 2.0, &d), HLB_GRANT);
+  assert_int_equal(d.begin, 10);
+  assert_int_equal(d.count, 10);
+  assert_int_equal(hlb_balancer_in_flight(b, 0), 2); /* several blocks of one PU in flight */
+  assert_int_equal(hlb_balancer_busy(b), 1);
+  assert_int_equal(hlb_balancer_in_flight_total(b), 2);
+  hlb_block old;
+  assert_int_equal(hlb_balancer_oldest_in_flight(b, 0, &old), 1);
+  assert_int_equal(old.id, a.id);
+  assert_int_equal(hlb_balancer_oldest_in_flight(b, 1, &old), 0);
+  hlb_sample s = sample(d, 1.0, 0.1, 3.0);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  assert_int_equal(hlb_balancer_next(b, 1, 3.0, &c), HLB_WAIT);
+  assert_int_equal(hlb_balancer_finished(b), 0);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), HLB_EVERIFY);
+  s = sample(a, 1.0, 0.1, 4.0);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  assert_int_equal(hlb_balancer_finished(b), 1);
+  assert_int_equal(hlb_balancer_next(b, 0, 4.0, &c), HLB_DONE);
+  assert_int_equal(hlb_balancer_next(b, 1, 4.0, &c), HLB_DONE);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), 0);
+  assert_int_equal(hlb_balancer_processed(b), 20);
+  assert_int_equal(hlb_balancer_blocks(b), 3);
+  hlb_balancer_destroy(b);
+}
+
+static void blocks_not_in_flight_are_rejected(void **state) {
+  (void)state;
+  hlb_balancer *b = make(100, 2, "chunk=10");
+  hlb_block a, fake;
+  assert_int_equal(hlb_balancer_next(b, 0, 0.0, &a), HLB_GRANT);
+  hlb_sample s = sample(a, 1.0, 0.0, 1.0);
+  assert_int_equal(hlb_balancer_done(b, 1, &s), HLB_ESTATE); /* wrong PU */
+  assert_non_null(strstr(hlb_last_error(), "is not in flight"));
+  fake = a;
+  fake.count = 11;
+  s.block = fake;
+  assert_int_equal(hlb_balancer_done(b, 0, &s), HLB_ESTATE); /* altered range */
+  s.block = a;
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), HLB_ESTATE); /* twice */
+  assert_int_equal(hlb_balancer_fail(b, 0, &a, 2.0), HLB_ESTATE);
+  assert_int_equal(hlb_balancer_next(b, 7, 0.0, &a), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "pu 7 out of range (2 PUs)"));
+  hlb_balancer_destroy(b);
+}
+
+static void retirement(void **state) {
+  (void)state;
+  hlb_balancer *b = make(100, 2, "chunk=10");
+  hlb_block a, c;
+  assert_int_equal(hlb_balancer_next(b, 0, 0.0, &a), HLB_GRANT);
+  assert_int_equal(hlb_balancer_retire(b, 0), HLB_ESTATE); /* block still in flight */
+  assert_non_null(strstr(hlb_last_error(), "pu 0 still has 1 blocks in flight"));
+  assert_int_equal(hlb_balancer_fail(b, 0, &a, 1.0), 0);
+  assert_int_equal(hlb_balancer_retire(b, 0), 0);
+  assert_int_equal(hlb_balancer_pu_alive(b, 0), 0);
+  assert_int_equal(hlb_balancer_alive(b), 1);
+  assert_int_equal(hlb_balancer_next(b, 0, 1.0, &c), HLB_DONE);
+  assert_int_equal(hlb_balancer_next(b, 1, 1.0, &c), HLB_GRANT);
+  assert_int_equal(c.begin, 0); /* the lost range first */
+  assert_int_equal(hlb_balancer_fail(b, 1, &c, 2.0), 0);
+  assert_int_equal(hlb_balancer_retire(b, 1), 0);
+  assert_int_equal(hlb_balancer_next(b, 1, 2.0, &c), HLB_ESTATE);
+  assert_non_null(strstr(hlb_last_error(), "every PU is retired with 100 of 100 items"));
+  hlb_balancer_destroy(b);
+}
+
+static void rejected_samples_still_count(void **state) {
+  (void)state;
+  hlb_balancer *b = make(40, 1, "chunk=10");
+  double bad[3][2] = {{NAN, 0}, {-1, 0}, {1, -0.5}};
+  hlb_block a;
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(hlb_balancer_next(b, 0, i, &a), HLB_GRANT);
+    hlb_sample s = sample(a, bad[i][0], bad[i][1], i + 1);
+    assert_false(hlb_sample_valid(&s));
+    assert_int_equal(hlb_balancer_done(b, 0, &s), HLB_ESAMPLE);
+    assert_non_null(strstr(hlb_last_error(), "pu 0, block"));
+  }
+  assert_int_equal(hlb_balancer_next(b, 0, 3, &a), HLB_GRANT);
+  hlb_sample s = sample(a, 0.5, 0.0, 4);
+  assert_true(hlb_sample_valid(&s));
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  assert_int_equal(hlb_balancer_rejected(b), 3);
+  const hlb_model *m = hlb_balancer_model(b, 0);
+  assert_int_equal(hlb_model_samples(m), 1);
+  assert_int_equal(hlb_model_rejected(m, HLB_REJECT_NAN), 1);
+  assert_int_equal(hlb_model_rejected(m, HLB_REJECT_NONPOSITIVE), 2);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), 0);
+  hlb_balancer_destroy(b);
+}
+
+static void min_max_and_granularity(void **state) {
+  (void)state;
+  hlb_pu_desc d[2] = {{"small", "cpu", 1, 25, 40}, {"big", "gpu", 1, 0, 0}};
+  hlb_balancer_config c = config(1005, 2, "greedy", "chunk=5");
+  c.pus = d;
+  c.granularity = 10;
+  hlb_balancer *b;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  hlb_block a;
+  /* 5 rounds to 10 (closest multiple), then up to min 25 rounded up to 30. */
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 30);
+  assert_int_equal(hlb_balancer_next(b, 1, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 10);
+  hlb_balancer_destroy(b);
+  c.params = "chunk=1000";
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 40); /* max */
+  assert_int_equal(hlb_balancer_next(b, 1, 0, &a), HLB_GRANT);
+  assert_int_equal(a.begin, 40);
+  assert_int_equal(a.count, 965); /* all that is left, tail of 5 included */
+  hlb_balancer_destroy(b);
+}
+
+static void decision_log(void **state) {
+  (void)state;
+  hlb_balancer_config c = config(30, 1, "greedy", "chunk=10");
+  c.keep_log = 1;
+  hlb_balancer *b;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  hlb_block a, d;
+  assert_int_equal(hlb_balancer_next(b, 0, 1.0, &a), HLB_GRANT);
+  assert_int_equal(hlb_balancer_next(b, 0, 1.5, &d), HLB_GRANT);
+  hlb_sample s = sample(a, 2.0, 0.5, 3.5);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  assert_int_equal(hlb_balancer_fail(b, 0, &d, 4.0), 0);
+  const hlb_decision *log;
+  assert_int_equal(hlb_balancer_log(b, &log), 2);
+  assert_int_equal(log[0].outcome, HLB_OUTCOME_DONE);
+  assert_true(log[0].time_s == 1.0 && log[0].end_s == 3.5);
+  assert_true(log[0].measured_s == 2.5 && log[0].compute_s == 2.0 && log[0].transfer_s == 0.5);
+  assert_true(isnan(log[0].predicted_s)); /* greedy never fits a model */
+  assert_true(log[0].solver_s >= 0);
+  assert_int_equal(log[1].outcome, HLB_OUTCOME_FAILED);
+  assert_true(isnan(log[1].measured_s) && log[1].end_s == 4.0);
+  assert_int_equal(log[1].begin, 10);
+  assert_true(hlb_balancer_solver_seconds(b) >= 0);
+  hlb_balancer_destroy(b);
+  c.keep_log = 0;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 1.0, &a), HLB_GRANT);
+  assert_int_equal(hlb_balancer_log(b, &log), 0);
+  hlb_balancer_destroy(b);
+}
+
+static void exactly_once_detects_double_and_missing(void **state) {
+  (void)state;
+  hlb_balancer *b = make(50, 1, "chunk=10");
+  hlb_block a;
+  while (hlb_balancer_next(b, 0, 0, &a) == HLB_GRANT) {
+    hlb_sample s = sample(a, 1, 0, 1);
+    assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  }
+  assert_int_equal(hlb_balancer_check_exactly_once(b), 0);
+  assert_int_equal(hlb__balancer_record_completed(b, 15, 3), 0);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), HLB_EVERIFY);
+  assert_non_null(strstr(hlb_last_error(), "[15, 18) were processed more than once"));
+  hlb_balancer_destroy(b);
+  b = make(50, 1, "chunk=10");
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), HLB_EVERIFY);
+  assert_non_null(strstr(hlb_last_error(), "[0, 50) were never processed"));
+  hlb_balancer_destroy(b);
+}
+
+/* Many blocks in flight on many PUs, finished out of order and some failed: the in-flight
+ * table must find every one, and the pool must end exactly once. */
+static void many_blocks_out_of_order(void **state) {
+  (void)state;
+  enum { NP = 64, DEPTH = 3 };
+  hlb_pu_desc d[NP];
+  for (int p = 0; p < NP; p++)
+    d[p] = (hlb_pu_desc){"pu", "cpu", 1, 0, 0};
+  hlb_balancer_config c = config(2000000, NP, "greedy", "chunk=7");
+  c.pus = d;
+  hlb_balancer *b;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  hlb_block fly[NP][DEPTH];
+  int n_fly[NP] = {0};
+  uint64_t step = 0;
+  int live = 1;
+  while (live) {
+    live = 0;
+    for (int p = 0; p < NP; p++) {
+      while (n_fly[p] < DEPTH &&
+             hlb_balancer_next(b, (unsigned)p, 0, &fly[p][n_fly[p]]) == HLB_GRANT)
+        n_fly[p]++;
+      if (!n_fly[p]) continue;
+      live = 1;
+      int k = (int)(step++ % (unsigned)n_fly[p]); /* not always the oldest */
+      hlb_block blk = fly[p][k];
+      fly[p][k] = fly[p][--n_fly[p]];
+      if (step % 97 == 0) {
+        assert_int_equal(hlb_balancer_fail(b, (unsigned)p, &blk, 0), 0);
+      } else {
+        hlb_sample s = sample(blk, 1e-3, 0, 0);
+        assert_int_equal(hlb_balancer_done(b, (unsigned)p, &s), 0);
+      }
+    }
+  }
+  assert_int_equal(hlb_balancer_finished(b), 1);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), 0);
+  hlb_balancer_destroy(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(bad_configs_are_named),
+      cmocka_unit_test(bad_params_list_valid_ones),
+      cmocka_unit_test(policy_selection_order),
+      cmocka_unit_test(registry_is_consistent),
+      cmocka_unit_test(wait_then_failed_range_regranted),
+      cmocka_unit_test(blocks_not_in_flight_are_rejected),
+      cmocka_unit_test(retirement),
+      cmocka_unit_test(rejected_samples_still_count),
+      cmocka_unit_test(min_max_and_granularity),
+      cmocka_unit_test(decision_log),
+      cmocka_unit_test(exactly_once_detects_double_and_missing),
+      cmocka_unit_test(many_blocks_out_of_order),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,122 @@
+/* The opencl backend (PoCL's CPU device in CI), alone and beside a cpu PU: data moved in and
+ * out, shared buffers, the block's begin, exactly once. Skipped (77) without a device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hlb/error.h"
+#include "hlb/exec.h"
+
+#define N 4000
+
+/* out[i] = in[i] * s0[0] + begin + i, in doubles. */
+static const char src[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "kernel void k(global const uchar *in, global uchar *out, ulong begin, ulong count,\n"
+    "  global const uchar *s0, global const uchar *s1, global const uchar *s2,\n"
+    "  global const uchar *s3) {\n"
+    "  ulong i = get_global_id(0);\n"
+    "  if (i >= count) return;\n"
+    "  ((global double *)out)[i] = ((global const double *)in)[i] *\n"
+    "      ((global const double *)s0)[0] + (double)(begin + i);\n"
+    "}\n";
+
+static double in[N], out[N], scale[1] = {3.0};
+
+static int cpu_k(const hlb_exec_call *c) {
+  const double *x = c->in, *s = c->shared[0];
+  double *y = c->out;
+  for (size_t i = 0; i < c->count; i++)
+    y[i] = x[i] * s[0] + (double)(c->begin + i);
+  return 0;
+}
+
+static hlb_codelet codelet(void) {
+  for (size_t i = 0; i < N; i++) {
+    in[i] = (double)i * 0.5;
+    out[i] = -1;
+  }
+  return (hlb_codelet){.name = "affine",
+                       .in_bytes_per_item = sizeof(double),
+                       .out_bytes_per_item = sizeof(double),
+                       .in = in,
+                       .out = out,
+                       .shared = {{scale, sizeof scale}},
+                       .n_shared = 1,
+                       .cpu = cpu_k,
+                       .opencl_source = src,
+                       .opencl_kernel = "k"};
+}
+
+static void check(void) {
+  for (size_t i = 0; i < N; i++)
+    if (out[i] != in[i] * 3.0 + (double)i)
+      fail_msg("out[%zu] = %g, expected %g", i, out[i], in[i] * 3.0 + (double)i);
+}
+
+static void run_on(const char *spec, const char *policy) {
+  hlb_exec_pu pus[4];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus(spec, pus, 4, &n), 0);
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex))
+    fail_msg("%s: %s", spec, hlb_last_error());
+  hlb_codelet cl = codelet();
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = policy;
+  hlb_exec_stats s = {0};
+  if (hlb_executor_run(ex, &cl, N, &o, &s))
+    fail_msg("%s %s: %s", spec, policy, hlb_last_error());
+  check();
+  size_t items = 0;
+  for (unsigned i = 0; i < s.n_pus; i++)
+    items += s.per_pu[i].items;
+  assert_int_equal(items, N);
+  assert_true(s.per_pu[n - 1].items > 0 || n > 1);
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
+static void test_opencl_alone(void **st) {
+  (void)st;
+  run_on("opencl:0", "greedy");
+}
+
+static void test_opencl_with_cpu(void **st) {
+  (void)st;
+  run_on("cpu:1,opencl:0", "hlb");
+  run_on("cpu:1,opencl:0", "static");
+}
+
+static void test_bad_kernel(void **st) {
+  (void)st;
+  hlb_exec_pu pu;
+  unsigned n;
+  assert_int_equal(hlb_exec_parse_pus("opencl:0", &pu, 1, &n), 0);
+  hlb_executor *ex = NULL;
+  assert_int_equal(hlb_executor_create(&pu, 1, &ex), 0);
+  hlb_codelet cl = codelet();
+  cl.opencl_source = "kernel void k(this is not OpenCL) {}";
+  assert_int_equal(hlb_executor_run(ex, &cl, N, NULL, NULL), HLB_EDEVICE);
+  assert_non_null(strstr(hlb_last_error(), "build failed"));
+  hlb_executor_destroy(ex);
+}
+
+int main(void) {
+  if (!hlb_backend_built(HLB_BACKEND_OPENCL) || hlb_backend_devices(HLB_BACKEND_OPENCL) == 0) {
+    printf("no OpenCL device: skipped\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_opencl_alone),
+      cmocka_unit_test(test_opencl_with_cpu),
+      cmocka_unit_test(test_bad_kernel),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,340 @@
+/* The simulator: event queue order, node-link sharing, slowdown and fail events, exactly-once
+ * with failures, determinism, noise calibration, the lower bound and the trace. Times are
+ * simulated, so every expected value below is exact arithmetic on the cluster's numbers. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+#include <cmocka.h>
+
+#include "common/error_internal.h"
+#include "common/rng.h"
+#include "hlb/cluster.h"
+#include "hlb/sim.h"
+#include "sim/evq.h"
+
+/* |a - b| <= eps, printing both values when not. */
+#define assert_near(a, b, eps)                                                                     \
+  do {                                                                                             \
+    double a_ = (a), b_ = (b);                                                                     \
+    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);             \
+  } while (0)
+
+static hlb_cluster *parse(const char *json) {
+  hlb_cluster *c = NULL;
+  int rc = hlb_cluster_parse("test.json", json, &c);
+  if (rc) fail_msg("cluster: %s", hlb_last_error());
+  return c;
+}
+
+static hlb_sim_result *run(const hlb_cluster *c, size_t n, const char *policy, const char *params,
+                           uint64_t seed, int trace) {
+  hlb_sim_options o = {
+      .n_items = n, .policy = policy, .params = params, .seed = seed, .keep_trace = trace};
+  hlb_sim_result *r = NULL;
+  int rc = hlb_sim_run(c, &o, &r);
+  if (rc) fail_msg("sim: %s", hlb_last_error());
+  return r;
+}
+
+/* ---- event queue ------------------------------------------------------------------------ */
+
+static void queue_pops_by_time_then_push_order(void **state) {
+  (void)state;
+  hlb__evq q;
+  assert_int_equal(hlb__evq_init(&q, 1000), 0);
+  hlb__rng rng;
+  hlb__rng_seed(&rng, 7);
+  /* Few distinct times, so most events tie and the sequence must break the ties. */
+  for (unsigned i = 0; i < 1000; i++)
+    assert_int_equal(hlb__evq_push(&q, (double)hlb__rng_below(&rng, 10), i, 0, 0), 0);
+  assert_int_equal(hlb__evq_push(&q, 0, 0, 0, 0), HLB_ERANGE);
+  hlb__event prev = {-1, 0, 0, 0, 0}, e;
+  unsigned n = 0;
+  while (hlb__evq_pop(&q, &e)) {
+    assert_true(e.t > prev.t || (e.t == prev.t && e.seq > prev.seq));
+    assert_int_equal(e.pu, e.seq); /* seq is the push order */
+    prev = e;
+    n++;
+  }
+  assert_int_equal(n, 1000);
+  assert_null(hlb__evq_top(&q));
+  hlb__evq_fini(&q);
+}
+
+/* ---- links -------------------------------------------------------------------------------- */
+
+/* One node whose link moves one item's input in 1 s; two PUs computing 1 s per item. */
+static const char two_pus_one_link[] =
+    "{\"item\": {\"in_bytes\": 1000, \"out_bytes\": 0},"
+    " \"nodes\": [{\"name\": \"n0\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1000},"
+    "   \"pus\": [{\"name\": \"a\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}},"
+    "             {\"name\": \"b\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}}]}]}";
+
+static void second_sender_waits_for_the_node_link(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(two_pus_one_link);
+  hlb_sim_result *r = run(c, 2, "static", NULL, 1, 1);
+  /* a: in [0,1], compute [1,2]; b's input waits for a's: in [1,2], compute [2,3]. */
+  assert_true(r->exactly_once);
+  assert_int_equal(r->blocks, 2);
+  assert_near(r->makespan_s, 3.0, 1e-12);
+  /* Bound: 2 s per item (1 transfer + 1 compute), one item each, no sharing. */
+  assert_near(r->lower_bound_s, 2.0, 1e-9);
+  assert_near(r->ratio, 1.5, 1e-9);
+  int seen_b_in = 0;
+  for (size_t i = 0; i < r->n_slices; i++) {
+    const hlb_sim_slice *s = &r->slices[i];
+    if (s->pu == 1 && s->phase == HLB_SIM_PHASE_IN) {
+      assert_near(s->start_s, 1.0, 1e-12);
+      assert_near(s->end_s, 2.0, 1e-12);
+      seen_b_in = 1;
+    }
+  }
+  assert_true(seen_b_in);
+  /* b was idle 1 s of 3; a 1 s of 3 too (after it finished): 33.3 % for kind cpu. */
+  assert_int_equal(r->n_kinds, 1);
+  assert_near(r->idle_pct[0], 100.0 / 3.0, 1e-9);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+static void pus_of_different_nodes_do_not_share(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(
+      "{\"item\": {\"in_bytes\": 1000, \"out_bytes\": 1000},"
+      " \"nodes\": [{\"name\": \"n0\", \"link\": {\"latency_s\": 0.5, \"bandwidth_Bps\": 1000},"
+      "   \"pus\": [{\"name\": \"a\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}}]},"
+      "  {\"name\": \"n1\", \"link\": {\"latency_s\": 0.5, \"bandwidth_Bps\": 1000},"
+      "   \"pus\": [{\"name\": \"b\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}}]}]}");
+  hlb_sim_result *r = run(c, 2, "static", NULL, 1, 0);
+  /* Each: in 0.5 + 1, compute 1, out 1 + 0.5 = 4 s, in parallel; equal to the bound. */
+  assert_near(r->makespan_s, 4.0, 1e-12);
+  assert_near(r->lower_bound_s, 4.0, 1e-9);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+/* ---- events ------------------------------------------------------------------------------- */
+
+static hlb_cluster *one_pu_with_events(const char *events) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0},"
+           " \"nodes\": [{\"name\": \"n0\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1},"
+           "   \"pus\": [{\"name\": \"a\", \"kind\": \"gpu\", \"time\": {\"linear\": 1}}]}],"
+           " \"events\": [%s]}",
+           events);
+  return parse(json);
+}
+
+static void slowdown_stretches_the_block_in_flight(void **state) {
+  (void)state;
+  hlb_cluster *c = one_pu_with_events("{\"at_s\": 4, \"pu\": \"a\", \"slowdown\": 2}");
+  hlb_sim_result *r = run(c, 10, "static", NULL, 1, 0);
+  /* 4 s at full speed, the remaining 6 s of work at half speed: 4 + 12. */
+  assert_near(r->makespan_s, 16.0, 1e-12);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+static void slowdown_of_one_ends_it(void **state) {
+  (void)state;
+  hlb_cluster *c = one_pu_with_events("{\"at_s\": 4, \"pu\": \"a\", \"slowdown\": 2},"
+                                      "{\"at_s\": 10, \"pu\": \"a\", \"slowdown\": 1}");
+  hlb_sim_result *r = run(c, 10, "static", NULL, 1, 0);
+  /* [0,4] 4 units, [4,10] 3 units at half speed, then 3 units at full speed. */
+  assert_near(r->makespan_s, 13.0, 1e-12);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+static const char two_pus_b_fails[] =
+    "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0},"
+    " \"nodes\": [{\"name\": \"n0\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1},"
+    "   \"pus\": [{\"name\": \"a\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}},"
+    "             {\"name\": \"b\", \"kind\": \"gpu\", \"time\": {\"linear\": 1}}]}],"
+    " \"events\": [{\"at_s\": 1, \"pu\": \"b\", \"fail\": true}]}";
+
+static void failed_block_is_redone_exactly_once(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(two_pus_b_fails);
+  const char *policies[] = {"static", "greedy"};
+  for (unsigned i = 0; i < 2; i++) {
+    hlb_sim_result *r = run(c, 10, policies[i], NULL, 1, 1);
+    assert_true(r->exactly_once);
+    assert_int_equal(r->blocks_lost, 1);
+    assert_int_equal(r->items_per_pu[1], 0);
+    assert_int_equal(r->items_per_pu[0], 10);
+    /* a never idles (b dies before a's first block ends), no per-block cost: 10 s. */
+    assert_near(r->makespan_s, 10.0, 1e-9);
+    int lost = 0;
+    for (size_t k = 0; k < r->n_slices; k++)
+      if (r->slices[k].lost) {
+        assert_int_equal(r->slices[k].pu, 1);
+        assert_true(r->slices[k].end_s <= 1.0);
+        lost = 1;
+      }
+    assert_true(lost);
+    /* b is counted alive only until it died: busy 1 s of 1 s (kind gpu, index 1). */
+    assert_near(r->alive_s[1], 1.0, 1e-12);
+    assert_near(r->idle_pct[1], 0.0, 1e-9);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
+static void all_pus_failing_is_an_error(void **state) {
+  (void)state;
+  hlb_cluster *c = one_pu_with_events("{\"at_s\": 3, \"pu\": \"a\", \"fail\": true}");
+  hlb_sim_options o = {.n_items = 10, .policy = "static"};
+  hlb_sim_result *r = NULL;
+  assert_int_equal(hlb_sim_run(c, &o, &r), HLB_ESTATE);
+  assert_null(r);
+  assert_true(strlen(hlb_last_error()) > 0);
+  /* Ignoring the events, the same run completes. */
+  o.no_events = 1;
+  assert_int_equal(hlb_sim_run(c, &o, &r), 0);
+  assert_near(r->makespan_s, 10.0, 1e-12);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+/* ---- determinism and noise ------------------------------------------------------------- */
+
+static const char noisy4[] =
+    "{\"item\": {\"in_bytes\": 100, \"out_bytes\": 10}, \"noise_sigma\": 0.3,"
+    " \"nodes\": [{\"name\": \"n0\", \"link\": {\"latency_s\": 1e-4, \"bandwidth_Bps\": 1e8},"
+    "   \"pus\": [{\"name\": \"c0\", \"kind\": \"cpu\", \"time\": {\"const\": 1e-3, \"linear\": "
+    "1e-4}},"
+    "             {\"name\": \"g0\", \"kind\": \"gpu\", \"time\": {\"const\": 5e-3, \"linear\": "
+    "1e-5},"
+    "              \"link\": {\"latency_s\": 1e-5, \"bandwidth_Bps\": 6e9}}]},"
+    "  {\"name\": \"n1\", \"link\": {\"latency_s\": 1e-4, \"bandwidth_Bps\": 1e8},"
+    "   \"pus\": [{\"name\": \"c1\", \"kind\": \"cpu\", \"time\": {\"const\": 1e-3, \"linear\": "
+    "2e-4}},"
+    "             {\"name\": \"g1\", \"kind\": \"gpu\", \"time\": {\"const\": 5e-3, \"linear\": "
+    "3e-5},"
+    "              \"link\": {\"latency_s\": 1e-5, \"bandwidth_Bps\": 6e9}}]}]}";
+
+static void same_seed_same_run(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(noisy4);
+  hlb_sim_result *a = run(c, 100000, "greedy", NULL, 42, 1);
+  hlb_sim_result *b = run(c, 100000, "greedy", NULL, 42, 1);
+  hlb_sim_result *d = run(c, 100000, "greedy", NULL, 43, 0);
+  assert_true(a->exactly_once);
+  assert_memory_equal(&a->makespan_s, &b->makespan_s, sizeof(double));
+  assert_int_equal(a->n_slices, b->n_slices);
+  assert_memory_equal(a->slices, b->slices, a->n_slices * sizeof *a->slices);
+  assert_memory_equal(a->items_per_pu, b->items_per_pu, c->n_pus * sizeof(size_t));
+  assert_true(a->makespan_s != d->makespan_s); /* the seed matters */
+  hlb_sim_result_free(a);
+  hlb_sim_result_free(b);
+  hlb_sim_result_free(d);
+  hlb_cluster_free(c);
+}
+
+static void noise_has_mean_one(void **state) {
+  (void)state;
+  /* One PU, 1 s per item, 20000 one-item blocks: the makespan is the sum of 20000 lognormal
+   * factors of mean 1; its relative standard deviation is sqrt(e^0.25 - 1) / sqrt(20000),
+   * about 0.4 %, so 2 % is five sigma. */
+  hlb_cluster *c =
+      parse("{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"noise_sigma\": 0.5,"
+            " \"nodes\": [{\"name\": \"n0\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1},"
+            "   \"pus\": [{\"name\": \"a\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}}]}]}");
+  hlb_sim_options o = {.n_items = 20000, .policy = "static", .granularity = 1, .seed = 9};
+  hlb_sim_result *r = NULL;
+  /* greedy with a chunk of one item: 20000 blocks. */
+  o.policy = "greedy";
+  o.params = "chunk=1";
+  int rc = hlb_sim_run(c, &o, &r);
+  assert_int_equal(rc, 0);
+  assert_int_equal(r->blocks, 20000);
+  assert_true(fabs(r->makespan_s / 20000.0 - 1.0) < 0.02);
+  hlb_sim_result_free(r);
+  o.no_noise = 1;
+  assert_int_equal(hlb_sim_run(c, &o, &r), 0);
+  assert_near(r->makespan_s, 20000.0, 1e-6);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+/* ---- options, trace ---------------------------------------------------------------------- */
+
+static void bad_options_are_named(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(two_pus_one_link);
+  hlb_sim_options o = {.n_items = 0};
+  hlb_sim_result *r = NULL;
+  assert_int_equal(hlb_sim_run(c, &o, &r), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "n_items"));
+  o.n_items = 10;
+  o.policy = "no-such-policy";
+  assert_int_equal(hlb_sim_run(c, &o, &r), HLB_ENOTFOUND);
+  assert_null(r);
+  hlb_cluster_free(c);
+}
+
+static void trace_is_chrome_json(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(noisy4);
+  hlb_sim_result *r = run(c, 5000, "greedy", NULL, 3, 1);
+  char path[] = "/tmp/hlb_sim_trace_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  const hlb_sim_result *runs[2] = {r, r};
+  const char *labels[2] = {"greedy", "again \"quoted\""};
+  assert_int_equal(hlb_sim_write_trace(path, c, runs, labels, 2), 0);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[1 << 22];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  remove(path);
+  buf[n] = '\0';
+  cJSON *root = cJSON_Parse(buf);
+  assert_non_null(root);
+  cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+  assert_true(cJSON_IsArray(ev));
+  size_t slices = 0;
+  cJSON *e;
+  cJSON_ArrayForEach(e, ev) {
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+    if (cJSON_IsString(ph) && !strcmp(ph->valuestring, "X")) {
+      slices++;
+      assert_non_null(
+          cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "items"));
+    }
+  }
+  assert_int_equal(slices, 2 * r->n_slices);
+  assert_int_equal(r->n_slices, 3 * r->blocks); /* in, compute, out per block */
+  cJSON_Delete(root);
+  assert_int_equal(hlb_sim_write_trace("/nonexistent/dir/t.json", c, runs, labels, 1), HLB_EIO);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(queue_pops_by_time_then_push_order),
+      cmocka_unit_test(second_sender_waits_for_the_node_link),
+      cmocka_unit_test(pus_of_different_nodes_do_not_share),
+      cmocka_unit_test(slowdown_stretches_the_block_in_flight),
+      cmocka_unit_test(slowdown_of_one_ends_it),
+      cmocka_unit_test(failed_block_is_redone_exactly_once),
+      cmocka_unit_test(all_pus_failing_is_an_error),
+      cmocka_unit_test(same_seed_same_run),
+      cmocka_unit_test(noise_has_mean_one),
+      cmocka_unit_test(bad_options_are_named),
+      cmocka_unit_test(trace_is_chrome_json),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
