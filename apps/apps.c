@@ -17,14 +17,17 @@ struct hlb_app {
   void *state;
 };
 
-unsigned hlb_app_count(void) { return (unsigned)N_APPS; }
+unsigned hlb_app_count(void) {
+  return (unsigned)N_APPS;
+}
 
-const hlb_app_info *hlb_app_info_at(unsigned i) { return i < N_APPS ? &apps[i]->info : NULL; }
+const hlb_app_info *hlb_app_info_at(unsigned i) {
+  return i < N_APPS ? &apps[i]->info : NULL;
+}
 
 static const hlb__app_ops *find(const char *name) {
   for (unsigned i = 0; name && i < N_APPS; i++)
-    if (!strcmp(apps[i]->info.name, name))
-      return apps[i];
+    if (!strcmp(apps[i]->info.name, name)) return apps[i];
   return NULL;
 }
 
@@ -39,14 +42,12 @@ int hlb_app_create(const char *name, size_t size, uint64_t seed, hlb_app **out) 
     return hlb__error(HLB_ENOTFOUND,
                       "app '%s': unknown (apps: matmul, blackscholes, kmeans, mandelbrot)",
                       name ? name : "(null)");
-  if (size == 0)
-    size = o->info.default_size;
+  if (size == 0) size = o->info.default_size;
   if (size < 2 || size > o->info.max_size)
     return hlb__error(HLB_EINVAL, "app '%s': size (%s) must be in [2, %zu], got %zu", name,
                       o->info.size_meaning, o->info.max_size, size);
   hlb_app *a = calloc(1, sizeof *a);
-  if (!a)
-    return hlb__error(HLB_ENOMEM, "app '%s': out of memory", name);
+  if (!a) return hlb__error(HLB_ENOMEM, "app '%s': out of memory", name);
   a->ops = o;
   int rc = o->create(size, seed, &a->state);
   if (rc) {
@@ -58,24 +59,28 @@ int hlb_app_create(const char *name, size_t size, uint64_t seed, hlb_app **out) 
 }
 
 void hlb_app_destroy(hlb_app *a) {
-  if (!a)
-    return;
+  if (!a) return;
   a->ops->destroy(a->state);
   free(a);
 }
 
-const hlb_app_info *hlb_app_info_of(const hlb_app *a) { return &a->ops->info; }
+const hlb_app_info *hlb_app_info_of(const hlb_app *a) {
+  return &a->ops->info;
+}
 
-size_t hlb_app_items(const hlb_app *a) { return a->ops->items(a->state); }
+size_t hlb_app_items(const hlb_app *a) {
+  return a->ops->items(a->state);
+}
 
 int hlb_app_run(hlb_app *a, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st) {
   a->ops->clear(a->state);
-  if (a->ops->run)
-    return a->ops->run(a->state, ex, opt, st);
+  if (a->ops->run) return a->ops->run(a->state, ex, opt, st);
   return hlb_executor_run(ex, a->ops->codelet(a->state), a->ops->items(a->state), opt, st);
 }
 
-int hlb_app_verify(hlb_app *a) { return a->ops->verify(a->state); }
+int hlb_app_verify(hlb_app *a) {
+  return a->ops->verify(a->state);
+}
 
 const hlb_codelet *hlb_app_codelet(hlb_app *a) {
   return a->ops->codelet ? a->ops->codelet(a->state) : NULL;
@@ -91,8 +96,7 @@ static void add_pu(hlb_exec_pu_stats *t, const hlb_exec_pu_stats *p, double shif
   t->transfer_s += p->transfer_s;
   t->throttle_s += p->throttle_s;
   t->setup_s += p->setup_s;
-  if (p->blocks)
-    t->finish_s = p->finish_s + shift;
+  if (p->blocks) t->finish_s = p->finish_s + shift;
   /* The models of the last pass are the most informed. */
   if (p->fitted) {
     t->fitted = 1;
@@ -109,8 +113,7 @@ int hlb__app_stats_append(hlb_exec_stats *t, hlb_exec_stats *p) {
   }
   double shift = t->makespan_s;
   hlb_decision *log = realloc(t->log, (t->n_log + p->n_log) * sizeof *log + 1);
-  if (!log)
-    return hlb__error(HLB_ENOMEM, "stats: out of memory for the decision log");
+  if (!log) return hlb__error(HLB_ENOMEM, "stats: out of memory for the decision log");
   for (size_t k = 0; k < p->n_log; k++) {
     hlb_decision d = p->log[k];
     d.time_s += shift;

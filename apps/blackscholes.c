@@ -60,8 +60,7 @@ static int bs_cpu(const hlb_exec_call *c) {
 
 static void bs_destroy(void *s) {
   bs *b = s;
-  if (!b)
-    return;
+  if (!b) return;
   free(b->in);
   free(b->out);
   free(b);
@@ -69,8 +68,7 @@ static void bs_destroy(void *s) {
 
 static int bs_create(size_t n, uint64_t seed, void **out) {
   bs *b = calloc(1, sizeof *b);
-  if (!b)
-    return hlb__error(HLB_ENOMEM, "blackscholes: out of memory");
+  if (!b) return hlb__error(HLB_ENOMEM, "blackscholes: out of memory");
   b->n = n;
   b->in = malloc(5 * n * sizeof(double));
   b->out = malloc(2 * n * sizeof(double));
@@ -80,8 +78,8 @@ static int bs_create(size_t n, uint64_t seed, void **out) {
   }
   for (size_t i = 0; i < n; i++) {
     double *x = b->in + 5 * i;
-    x[0] = 5 + 95 * hlb__app_uniform(&seed);     /* spot */
-    x[1] = 1 + 99 * hlb__app_uniform(&seed);     /* strike */
+    x[0] = 5 + 95 * hlb__app_uniform(&seed);      /* spot */
+    x[1] = 1 + 99 * hlb__app_uniform(&seed);      /* strike */
     x[2] = 0.25 + 9.75 * hlb__app_uniform(&seed); /* years */
     x[3] = 0.02;                                  /* rate */
     x[4] = 0.30;                                  /* volatility */
@@ -100,7 +98,9 @@ static int bs_create(size_t n, uint64_t seed, void **out) {
   return 0;
 }
 
-static size_t bs_items(const void *s) { return ((const bs *)s)->n; }
+static size_t bs_items(const void *s) {
+  return ((const bs *)s)->n;
+}
 
 static void bs_clear(void *s) {
   bs *b = s;
@@ -108,7 +108,9 @@ static void bs_clear(void *s) {
     b->out[i] = NAN;
 }
 
-static const hlb_codelet *bs_codelet(void *s) { return &((bs *)s)->cl; }
+static const hlb_codelet *bs_codelet(void *s) {
+  return &((bs *)s)->cl;
+}
 
 static int bs_verify(void *s) {
   bs *b = s;

@@ -14,8 +14,7 @@ namespace {
 int launch_matmul(const hlb_exec_call *c) {
   /* One cuBLAS handle per driver thread, i.e. per GPU (paper 001 used CUBLAS too). */
   static thread_local cublasHandle_t h = nullptr;
-  if (!h && cublasCreate(&h) != CUBLAS_STATUS_SUCCESS)
-    return HLB_EDEVICE;
+  if (!h && cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return HLB_EDEVICE;
   const double *params = nullptr;
   double n_d = 0;
   params = static_cast<const double *>(c->shared[1]);
@@ -27,29 +26,30 @@ int launch_matmul(const hlb_exec_call *c) {
   const double one = 1.0, zero = 0.0;
   cublasSetStream(h, static_cast<cudaStream_t>(c->queue));
   /* Row-major C = A B is column-major C^T = B^T A^T. */
-  cublasStatus_t s = cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, rows, n, &one,
-                                 static_cast<const double *>(c->shared[0]), n,
-                                 static_cast<const double *>(c->in), n, &zero,
-                                 static_cast<double *>(c->out), n);
+  cublasStatus_t s = cublasDgemm(
+      h, CUBLAS_OP_N, CUBLAS_OP_N, n, rows, n, &one, static_cast<const double *>(c->shared[0]), n,
+      static_cast<const double *>(c->in), n, &zero, static_cast<double *>(c->out), n);
   return s == CUBLAS_STATUS_SUCCESS ? 0 : HLB_EDEVICE;
 }
 
 __global__ void k_blackscholes(const double *in, double *out, size_t count) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (i >= count)
-    return;
+  if (i >= count) return;
   const double *x = in + 5 * i;
   double *y = out + 2 * i;
   double s = x[0], k = x[1], t = x[2], r = x[3], v = x[4];
   double sq = v * sqrt(t);
   double d1 = (log(s / k) + (r + 0.5 * v * v) * t) / sq, d2 = d1 - sq;
   double df = k * exp(-r * t);
-  double n1 = 0.5 * erfc(-d1 * 0.70710678118654752440), n2 = 0.5 * erfc(-d2 * 0.70710678118654752440);
+  double n1 = 0.5 * erfc(-d1 * 0.70710678118654752440),
+         n2 = 0.5 * erfc(-d2 * 0.70710678118654752440);
   y[0] = s * n1 - df * n2;
   y[1] = df * (1.0 - n2) - s * (1.0 - n1);
 }
 
-unsigned blocks(size_t n) { return (unsigned)((n + 255) / 256); }
+unsigned blocks(size_t n) {
+  return (unsigned)((n + 255) / 256);
+}
 
 int launch_blackscholes(const hlb_exec_call *c) {
   k_blackscholes<<<blocks(c->count), 256, 0, static_cast<cudaStream_t>(c->queue)>>>(
@@ -60,8 +60,7 @@ int launch_blackscholes(const hlb_exec_call *c) {
 __global__ void k_kmeans(const double *pts, int32_t *lab, const double *cent, const double *prm,
                          size_t count) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (i >= count)
-    return;
+  if (i >= count) return;
   int k = (int)prm[0], d = (int)prm[1];
   const double *p = pts + i * d;
   int best = 0;
@@ -93,8 +92,7 @@ __global__ void k_mandelbrot(uint32_t *out, const double *prm, size_t begin, siz
   size_t n = (size_t)prm[0];
   unsigned iters = (unsigned)prm[1];
   size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (g >= count * n)
-    return;
+  if (g >= count * n) return;
   size_t row = begin + g / n, x = g % n;
   double cy = -1.5 + 3.0 * (double)row / (double)n;
   double cx = -2.0 + 3.0 * (double)x / (double)n, zx = 0.0, zy = 0.0;

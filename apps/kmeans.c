@@ -17,10 +17,10 @@
 
 typedef struct km {
   size_t n;
-  double *pts;                /* n x KM_D */
-  int32_t *label;             /* n */
-  double cent[KM_K * KM_D];   /* the current centroids (the shared buffer of a pass) */
-  double params[2];           /* k, d for the device kernels */
+  double *pts;              /* n x KM_D */
+  int32_t *label;           /* n */
+  double cent[KM_K * KM_D]; /* the current centroids (the shared buffer of a pass) */
+  double params[2];         /* k, d for the device kernels */
   double final_cent[KM_K * KM_D];
   hlb_codelet cl;
 } km;
@@ -92,8 +92,7 @@ static void update(const double *pts, const int32_t *lab, size_t n, double *cent
 
 static void km_destroy(void *s) {
   km *m = s;
-  if (!m)
-    return;
+  if (!m) return;
   free(m->pts);
   free(m->label);
   free(m);
@@ -102,8 +101,7 @@ static void km_destroy(void *s) {
 /* Points around KM_K random centres, so the clusters are real. */
 static int km_create(size_t n, uint64_t seed, void **out) {
   km *m = calloc(1, sizeof *m);
-  if (!m)
-    return hlb__error(HLB_ENOMEM, "kmeans: out of memory");
+  if (!m) return hlb__error(HLB_ENOMEM, "kmeans: out of memory");
   m->n = n;
   m->pts = malloc(n * KM_D * sizeof(double));
   m->label = malloc(n * sizeof(int32_t));
@@ -137,7 +135,9 @@ static int km_create(size_t n, uint64_t seed, void **out) {
   return 0;
 }
 
-static size_t km_items(const void *s) { return ((const km *)s)->n; }
+static size_t km_items(const void *s) {
+  return ((const km *)s)->n;
+}
 
 /* The starting centroids: the first KM_K points (deterministic). */
 static void start(const km *m, double *cent) {
@@ -157,10 +157,8 @@ static int km_run(void *s, hlb_executor *ex, const hlb_exec_options *opt, hlb_ex
   int rc = 0;
   for (int it = 0; it < KM_ITERS && rc == 0; it++) {
     rc = hlb_executor_run(ex, &m->cl, m->n, opt, st ? &pass : NULL);
-    if (rc == 0 && st)
-      rc = hlb__app_stats_append(&total, &pass);
-    if (rc == 0)
-      update(m->pts, m->label, m->n, m->cent);
+    if (rc == 0 && st) rc = hlb__app_stats_append(&total, &pass);
+    if (rc == 0) update(m->pts, m->label, m->n, m->cent);
   }
   hlb_exec_stats_clear(&pass);
   memcpy(m->final_cent, m->cent, sizeof m->cent);
@@ -176,8 +174,7 @@ static int km_run(void *s, hlb_executor *ex, const hlb_exec_options *opt, hlb_ex
 static int km_verify(void *s) {
   km *m = s;
   int32_t *lab = malloc(m->n * sizeof *lab);
-  if (!lab)
-    return hlb__error(HLB_ENOMEM, "kmeans: out of memory for the check");
+  if (!lab) return hlb__error(HLB_ENOMEM, "kmeans: out of memory for the check");
   double cent[KM_K * KM_D], prev[KM_K * KM_D];
   start(m, cent);
   for (int it = 0; it < KM_ITERS; it++) {

@@ -77,8 +77,7 @@ static int mandel_cpu(const hlb_exec_call *c) {
 
 static void mandel_destroy(void *s) {
   mandel *m = s;
-  if (m)
-    free(m->img);
+  if (m) free(m->img);
   free(m);
 }
 
@@ -106,7 +105,9 @@ static int mandel_create(size_t n, uint64_t seed, void **out) {
   return 0;
 }
 
-static size_t mandel_items(const void *s) { return ((const mandel *)s)->n; }
+static size_t mandel_items(const void *s) {
+  return ((const mandel *)s)->n;
+}
 
 static void mandel_clear(void *s) {
   mandel *m = s;
@@ -115,13 +116,14 @@ static void mandel_clear(void *s) {
     m->img[i] = UINT32_MAX;
 }
 
-static const hlb_codelet *mandel_codelet(void *s) { return &((mandel *)s)->cl; }
+static const hlb_codelet *mandel_codelet(void *s) {
+  return &((mandel *)s)->cl;
+}
 
 static int mandel_verify(void *s) {
   mandel *m = s;
   uint32_t *ref = malloc(m->n * sizeof *ref);
-  if (!ref)
-    return hlb__error(HLB_ENOMEM, "mandelbrot: out of memory for the check");
+  if (!ref) return hlb__error(HLB_ENOMEM, "mandelbrot: out of memory for the check");
   size_t differ = 0, allowed = (size_t)(HLB_MANDEL_TOLERANCE * (double)(m->n * m->n));
   int rc = 0;
   for (size_t r = 0; r < m->n && rc == 0; r++) {

@@ -5,6 +5,7 @@
  * which sees every row, plus exact rows against a naive product. */
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +38,12 @@ static const char matmul_cl[] =
 static int matmul_cpu(const hlb_exec_call *c) {
   const matmul *m = c->user;
   int n = (int)m->n;
-  /* OpenBLAS parallelises the block over the PU's cores itself. */
-  openblas_set_num_threads((int)c->threads);
+  /* OpenBLAS parallelises the block over the PU's cores itself. Its thread count is one
+   * global setting: change it only when it differs, not under another PU's running dgemm
+   * at every block. */
+  static _Atomic int blas_threads = -1;
+  if (atomic_exchange(&blas_threads, (int)c->threads) != (int)c->threads)
+    openblas_set_num_threads((int)c->threads);
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c->count, n, n, 1.0, c->in, n,
               c->shared[0], n, 0.0, c->out, n);
   return 0;
@@ -46,8 +51,7 @@ static int matmul_cpu(const hlb_exec_call *c) {
 
 static void matmul_destroy(void *s) {
   matmul *m = s;
-  if (!m)
-    return;
+  if (!m) return;
   free(m->a);
   free(m->b);
   free(m->c);
@@ -56,8 +60,7 @@ static void matmul_destroy(void *s) {
 
 static int matmul_create(size_t n, uint64_t seed, void **out) {
   matmul *m = calloc(1, sizeof *m);
-  if (!m)
-    return hlb__error(HLB_ENOMEM, "matmul: out of memory");
+  if (!m) return hlb__error(HLB_ENOMEM, "matmul: out of memory");
   m->n = n;
   m->a = malloc(n * n * sizeof(double));
   m->b = malloc(n * n * sizeof(double));
@@ -88,7 +91,9 @@ static int matmul_create(size_t n, uint64_t seed, void **out) {
   return 0;
 }
 
-static size_t matmul_items(const void *s) { return ((const matmul *)s)->n; }
+static size_t matmul_items(const void *s) {
+  return ((const matmul *)s)->n;
+}
 
 static void matmul_clear(void *s) {
   matmul *m = s;
@@ -97,7 +102,9 @@ static void matmul_clear(void *s) {
     m->c[i] = NAN;
 }
 
-static const hlb_codelet *matmul_codelet(void *s) { return &((matmul *)s)->cl; }
+static const hlb_codelet *matmul_codelet(void *s) {
+  return &((matmul *)s)->cl;
+}
 
 /* y = M x for an n x n row-major M. */
 static void matvec(const double *mat, const double *x, double *y, size_t n) {
@@ -121,8 +128,9 @@ static int freivalds(const matmul *m, double *r, double *br, double *abr, double
   for (size_t i = 0; i < n; i++) {
     double tol = 1e-9 * (double)n;
     if (!(fabs(cr[i] - abr[i]) <= tol))
-      return hlb__error(HLB_EVERIFY, "matmul: row %zu of C is wrong: (C r)[%zu] = %.17g, "
-                                     "(A B r)[%zu] = %.17g",
+      return hlb__error(HLB_EVERIFY,
+                        "matmul: row %zu of C is wrong: (C r)[%zu] = %.17g, "
+                        "(A B r)[%zu] = %.17g",
                         i, i, cr[i], i, abr[i]);
   }
   return 0;
@@ -147,8 +155,7 @@ static int exact_rows(const matmul *m) {
 static int matmul_verify(void *s) {
   matmul *m = s;
   double *w = malloc(4 * m->n * sizeof(double));
-  if (!w)
-    return hlb__error(HLB_ENOMEM, "matmul: out of memory for the check");
+  if (!w) return hlb__error(HLB_ENOMEM, "matmul: out of memory for the check");
   int rc = freivalds(m, w, w + m->n, w + 2 * m->n, w + 3 * m->n);
   free(w);
   return rc ? rc : exact_rows(m);

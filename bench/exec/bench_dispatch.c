@@ -80,8 +80,7 @@ static int starpu_overhead(size_t n, double *mean_us) {
   conf.ncpus = 1;
   conf.ncuda = 0;
   conf.nopencl = 0;
-  if (starpu_init(&conf) != 0)
-    return -1;
+  if (starpu_init(&conf) != 0) return -1;
   static struct starpu_codelet cl;
   memset(&cl, 0, sizeof cl);
   cl.cpu_funcs[0] = starpu_empty;
@@ -90,8 +89,7 @@ static int starpu_overhead(size_t n, double *mean_us) {
   for (size_t i = 0; i < n; i++) {
     struct starpu_task *t = starpu_task_create();
     t->cl = &cl;
-    if (starpu_task_submit(t) != 0)
-      return -1;
+    if (starpu_task_submit(t) != 0) return -1;
   }
   starpu_task_wait_for_all();
   *mean_us = 1e6 * (now() - t0) / (double)n;

@@ -14,8 +14,7 @@
 static hlb_executor *open_pus(unsigned n, double factor) {
   hlb_exec_pu pus[2];
   unsigned k;
-  if (hlb_exec_parse_pus("cpu:1", pus, 1, &k))
-    return NULL;
+  if (hlb_exec_parse_pus("cpu:1", pus, 1, &k)) return NULL;
   pus[1] = pus[0];
   snprintf(pus[0].name, sizeof pus[0].name, "cpu-fast");
   snprintf(pus[1].name, sizeof pus[1].name, "cpu-slow");
@@ -24,18 +23,29 @@ static hlb_executor *open_pus(unsigned n, double factor) {
   return hlb_executor_create(pus, n, &ex) ? NULL : ex;
 }
 
-static double run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
+typedef struct result {
+  double makespan, slow_share, fast_idle;
+  size_t blocks;
+} result;
+
+static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = policy;
   hlb_exec_stats st = {0};
   int rc = hlb_app_run(app, ex, &o, &st);
   *ok = rc == 0 && hlb_app_verify(app) == 0;
-  if (rc)
-    fprintf(stderr, "bench_throttle: %s: %s\n", policy, hlb_last_error());
-  double t = st.makespan_s;
+  if (rc) fprintf(stderr, "bench_throttle: %s: %s\n", policy, hlb_last_error());
+  result r = {.makespan = st.makespan_s};
+  size_t items = 0;
+  for (unsigned i = 0; i < st.n_pus; i++) {
+    items += st.per_pu[i].items;
+    r.blocks += st.per_pu[i].blocks;
+  }
+  if (st.n_pus == 2 && items) r.slow_share = 100.0 * (double)st.per_pu[1].items / (double)items;
+  r.fast_idle = 100 - hlb_exec_busy_pct(&st, 0);
   hlb_exec_stats_clear(&st);
-  return t;
+  return r;
 }
 
 int main(int argc, char **argv) {
@@ -56,18 +66,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   int ok;
-  double t1 = run(app, one, "static", &ok);
+  double t1 = run(app, one, "static", &ok).makespan;
   double ideal = t1 / (1 + 1 / factor);
-  printf("matmul n=%zu on cpu-fast + cpu-slow (throttled x%g, EMULATED by sleeping)\n", n,
-         factor);
+  printf("matmul n=%zu on cpu-fast + cpu-slow (throttled x%g, EMULATED by sleeping)\n", n, factor);
   printf("cpu-fast alone: %.4f s; ideal two-PU makespan %.4f s\n", t1, ideal);
-  printf("%-14s %12s %12s %9s\n", "policy", "makespan s", "vs ideal", "verified");
-  static const char *const policies[] = {"hlb", "plb-hec", "plb-hac", "hdss", "acosta",
-                                         "greedy", "guided", "static"};
+  printf("ideal share of the slow PU: %.1f %% of the rows\n", 100 / (1 + factor));
+  printf("%-14s %12s %12s %12s %12s %8s %9s\n", "policy", "makespan s", "vs ideal", "slow share",
+         "fast idle", "blocks", "verified");
+  static const char *const policies[] = {"hlb",    "plb-hec", "plb-hac", "hdss",
+                                         "acosta", "greedy",  "guided",  "static"};
   for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
-    double t = run(app, two, policies[k], &ok);
-    printf("%-14s %12.4f %+11.1f%% %9s\n", policies[k], t, 100 * (t / ideal - 1),
-           ok ? "yes" : "NO");
+    result r = run(app, two, policies[k], &ok);
+    printf("%-14s %12.4f %+11.1f%% %11.1f%% %11.1f%% %8zu %9s\n", policies[k], r.makespan,
+           100 * (r.makespan / ideal - 1), r.slow_share, r.fast_idle, r.blocks, ok ? "yes" : "NO");
   }
   hlb_app_destroy(app);
   hlb_executor_destroy(one);

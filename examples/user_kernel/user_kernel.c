@@ -58,8 +58,7 @@ int main(int argc, char **argv) {
   size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 4000000;
   const char *spec = argc > 2 ? argv[2] : "all";
   float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *z = malloc(n * sizeof *z);
-  if (!x || !y || !z || n == 0)
-    return 1;
+  if (!x || !y || !z || n == 0) return 1;
   for (size_t i = 0; i < n; i++) {
     x[i] = (float)(i % 1000);
     y[i] = 1.0f;
@@ -71,8 +70,7 @@ int main(int argc, char **argv) {
   unsigned n_pus = 0;
   hlb_executor *ex = NULL;
   int rc = hlb_exec_parse_pus(spec, pus, HLB_EXEC_MAX_PUS, &n_pus);
-  if (rc == 0)
-    rc = hlb_executor_create(pus, n_pus, &ex);
+  if (rc == 0) rc = hlb_executor_create(pus, n_pus, &ex);
   if (rc) {
     fprintf(stderr, "user_kernel: %s\n", hlb_last_error());
     return 1;
@@ -85,7 +83,7 @@ int main(int argc, char **argv) {
       .in_bytes_per_item = 2 * sizeof(float),
       .out_bytes_per_item = sizeof(float),
       .pack = pack,
-      .out = z,                        /* block [b, b+c) is written to z + b */
+      .out = z,                       /* block [b, b+c) is written to z + b */
       .shared = {{&s.a, sizeof s.a}}, /* copied once per run to every device */
       .n_shared = 1,
       .cpu = saxpy_cpu,

@@ -47,13 +47,13 @@ HLB_EXTERN unsigned hlb_backend_devices(hlb_backend b);
 
 /* One processing unit the executor drives. */
 typedef struct hlb_exec_pu {
-  char name[32];         /* "cpu", "opencl:0", "cuda:1" */
+  char name[32]; /* "cpu", "opencl:0", "cuda:1" */
   hlb_backend backend;
-  unsigned device;       /* device index within its backend (0 for cpu) */
-  unsigned cores;        /* cpu: cores in the group (0 = every core not kept for a device) */
-  double throttle;       /* emulated slowdown: each block is stretched to throttle x its
-                            measured time (sleeping); 1 or 0 = none. For demos on one machine. */
-  char device_name[96];  /* filled by hlb_executor_create(): what the device calls itself */
+  unsigned device;      /* device index within its backend (0 for cpu) */
+  unsigned cores;       /* cpu: cores in the group (0 = every core not kept for a device) */
+  double throttle;      /* emulated slowdown: each block is stretched to throttle x its
+                           measured time (sleeping); 1 or 0 = none. For demos on one machine. */
+  char device_name[96]; /* filled by hlb_executor_create(): what the device calls itself */
 } hlb_exec_pu;
 
 /* Cores kept free to drive each GPU or OpenCL device (paper 003, sec. 4.3 "device fission":
@@ -61,8 +61,8 @@ typedef struct hlb_exec_pu {
 #define HLB_EXEC_CORES_PER_DEVICE 1u
 
 /* Every PU of this machine: one cpu PU of all cores minus HLB_EXEC_CORES_PER_DEVICE per
- * device (at least one core), then each OpenCL device, then each CUDA device. Up to `cap`
- * entries in pus; *n gets the count. */
+ * device (at least one core), then each OpenCL device (a CPU-type one narrowed to the cores
+ * the cpu PU leaves), then each CUDA device. Up to `cap` entries in pus; *n gets the count. */
 HLB_EXTERN int hlb_exec_discover(hlb_exec_pu *pus, unsigned cap, unsigned *n);
 
 /* PUs from a list such as "cpu,opencl:0,cuda:0", "cpu:2" (two cores) or "all".
@@ -73,14 +73,14 @@ HLB_EXTERN int hlb_exec_parse_pus(const char *spec, hlb_exec_pu *pus, unsigned c
 /* What a kernel gets for one block. Pointers are in the PU's memory: host memory for cpu,
  * cl_mem handles for opencl (cast the void * to cl_mem), device pointers for cuda. */
 typedef struct hlb_exec_call {
-  size_t begin, count;                  /* the block: items [begin, begin + count) */
-  const void *in;                       /* the block's input, in_bytes_per_item * count */
-  void *out;                            /* the block's output, out_bytes_per_item * count */
+  size_t begin, count;                     /* the block: items [begin, begin + count) */
+  const void *in;                          /* the block's input, in_bytes_per_item * count */
+  void *out;                               /* the block's output, out_bytes_per_item * count */
   const void *shared[HLB_EXEC_MAX_SHARED]; /* the codelet's shared inputs, on the PU */
-  void *user;                           /* hlb_codelet.user */
-  unsigned threads;                     /* cpu: cores of this PU, for OpenMP num_threads */
-  void *queue;                          /* opencl: cl_command_queue; cuda: cudaStream_t */
-  unsigned device;                      /* device index within the backend */
+  void *user;                              /* hlb_codelet.user */
+  unsigned threads;                        /* cpu: cores of this PU, for OpenMP num_threads */
+  void *queue;                             /* opencl: cl_command_queue; cuda: cudaStream_t */
+  unsigned device;                         /* device index within the backend */
 } hlb_exec_call;
 
 /* A host buffer every block reads (a matrix, the centroids): copied to each device once
@@ -151,15 +151,15 @@ typedef struct hlb_exec_options {
 HLB_EXTERN void hlb_exec_options_default(hlb_exec_options *o);
 
 typedef struct hlb_exec_pu_stats {
-  size_t items, blocks;  /* processed successfully */
-  size_t failed_blocks;  /* blocks whose kernel (or injection) failed */
-  int retired;           /* 1 if the PU was retired after repeated failures */
-  double busy_s;         /* time in blocks: transfers + compute + emulated throttle */
+  size_t items, blocks; /* processed successfully */
+  size_t failed_blocks; /* blocks whose kernel (or injection) failed */
+  int retired;          /* 1 if the PU was retired after repeated failures */
+  double busy_s;        /* time in blocks: transfers + compute + emulated throttle */
   double compute_s, transfer_s, throttle_s, setup_s;
-  double finish_s;       /* end of the PU's last block, seconds from the run's start */
-  int fitted;            /* 1 when the balancer's model of this PU was fitted */
-  hlb_curve model;       /* the fitted F + G when fitted */
-  unsigned model_terms;  /* mask of hlb_term of the fit */
+  double finish_s;      /* end of the PU's last block, seconds from the run's start */
+  int fitted;           /* 1 when the balancer's model of this PU was fitted */
+  hlb_curve model;      /* the fitted F + G when fitted */
+  unsigned model_terms; /* mask of hlb_term of the fit */
 } hlb_exec_pu_stats;
 
 typedef struct hlb_exec_stats {
@@ -168,10 +168,10 @@ typedef struct hlb_exec_stats {
   unsigned n_pus;
   hlb_exec_pu pu[HLB_EXEC_MAX_PUS];
   hlb_exec_pu_stats per_pu[HLB_EXEC_MAX_PUS];
-  double makespan_s;      /* wall time from the first grant to the last block's end */
-  double solver_s;        /* time spent inside the policy */
-  size_t n_log;           /* entries in log */
-  hlb_decision *log;      /* the decision log (owned; hlb_exec_stats_clear frees it) */
+  double makespan_s; /* wall time from the first grant to the last block's end */
+  double solver_s;   /* time spent inside the policy */
+  size_t n_log;      /* entries in log */
+  hlb_decision *log; /* the decision log (owned; hlb_exec_stats_clear frees it) */
 } hlb_exec_stats;
 
 /* Free what a stats struct owns and zero it. Accepts a zeroed struct. */

@@ -26,6 +26,7 @@
 #include <mpi.h>
 
 #include "hlb/error.h"
+#include "hlb/exec.h"
 #include "hlb/export.h"
 #include "hlb/repartition.h"
 
@@ -112,8 +113,6 @@ HLB_EXTERN long hlb_spmd_redistribution_iteration(const hlb_spmd *s, unsigned k)
  * prints one line naming the rank and calls MPI_Abort, so no rank waits forever on a lost
  * peer. */
 
-#include "hlb/exec.h"
-
 /* What a distributed run did. Filled on rank 0 (zeroed on the other ranks). `exec` has the
  * same per-PU fields as hlb_executor_run() fills, indexed by global PU, so code that prints
  * an hlb_exec_stats prints this too; transfer_s of a remote PU includes the MPI time of its
@@ -121,11 +120,11 @@ HLB_EXTERN long hlb_spmd_redistribution_iteration(const hlb_spmd *s, unsigned k)
 typedef struct hlb_mpi_run_stats {
   hlb_exec_stats exec;
   int n_ranks;
-  int rank[HLB_EXEC_MAX_PUS];          /* the rank each global PU lives on */
-  unsigned local[HLB_EXEC_MAX_PUS];    /* its index among that rank's local PUs */
-  double setup_s;                      /* broadcast of the shared buffers (slowest rank) */
+  int rank[HLB_EXEC_MAX_PUS];              /* the rank each global PU lives on */
+  unsigned local[HLB_EXEC_MAX_PUS];        /* its index among that rank's local PUs */
+  double setup_s;                          /* broadcast of the shared buffers (slowest rank) */
   size_t bytes_to_ranks, bytes_from_ranks; /* block data rank 0 sent out and got back */
-  size_t remote_blocks;                /* blocks processed on ranks other than 0 */
+  size_t remote_blocks;                    /* blocks processed on ranks other than 0 */
 } hlb_mpi_run_stats;
 
 /* Free what the stats own (the decision log) and zero them. Accepts a zeroed struct. */
@@ -164,11 +163,9 @@ HLB_EXTERN void hlb_mpi_profile_options_default(hlb_mpi_profile_options *o);
  * host-to-device copy (absent for host-memory PUs) and whose `time` is the measured const +
  * linear curve of the built-in kernel (paper 003 eq. 3's per-packet time). Every rank returns
  * the same code. */
-HLB_EXTERN int hlb_mpi_profile_links(MPI_Comm comm, const hlb_exec_pu *local_pus,
-                                     unsigned n_local, const hlb_mpi_profile_options *opt,
-                                     const char *path);
+HLB_EXTERN int hlb_mpi_profile_links(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
+                                     const hlb_mpi_profile_options *opt, const char *path);
 
 HLB_END_DECLS
-
 
 #endif

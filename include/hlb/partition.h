@@ -21,7 +21,9 @@ HLB_BEGIN_DECLS
 
 /* Continuous solve. x_out has n entries; *makespan_out (may be NULL) gets the makespan of
  * x_out (0 when items == 0), within about 1e-12 (relative) of the optimum.
- * HLB_EINVAL for n == 0, items < 0 or a curve that is not finite/non-decreasing on (0, items]. */
+ * HLB_EINVAL for n == 0, items < 0 or not finite, a non-finite ready time, or a curve that is
+ * not finite or is found decreasing (E(0+) > E(W), a negative slope at W or at any point a
+ * Newton step evaluates); the error names the PU and the x. */
 HLB_EXTERN int hlb_eft_solve(const hlb_curve *curves, const double *ready_s, unsigned n,
                              double items, double *x_out, double *makespan_out);
 

@@ -18,13 +18,13 @@ typedef struct run_ctx {
   hlb_exec_options opt;
   hlb_balancer *b; /* guarded by mu */
   pthread_mutex_t mu;
-  pthread_cond_t cv;        /* broadcast after every done/fail/retire */
-  double t0;                /* hlb__now() at the start of the run */
-  double last_end;          /* latest block end, run-relative; guarded by mu */
+  pthread_cond_t cv;                  /* broadcast after every done/fail/retire */
+  double t0;                          /* hlb__now() at the start of the run */
+  double last_end;                    /* latest block end, run-relative; guarded by mu */
   unsigned waiting, in_flight, alive; /* drivers waiting, blocks running, PUs alive; mu */
-  int error;                /* first fatal error of a driver; guarded by mu */
+  int error;                          /* first fatal error of a driver; guarded by mu */
   char error_text[512];
-  char fail_text[512];      /* the last failed block's error; guarded by mu */
+  char fail_text[512]; /* the last failed block's error; guarded by mu */
   const void *shared[HLB_EXEC_MAX_PUS][HLB_EXEC_MAX_SHARED];
   int prepared[HLB_EXEC_MAX_PUS];
   hlb_exec_pu_stats st[HLB_EXEC_MAX_PUS]; /* each written by its driver only */
@@ -49,41 +49,35 @@ void hlb_exec_options_default(hlb_exec_options *o) {
 }
 
 void hlb_exec_stats_clear(hlb_exec_stats *s) {
-  if (!s)
-    return;
+  if (!s) return;
   free(s->log);
   memset(s, 0, sizeof *s);
 }
 
 double hlb_exec_busy_pct(const hlb_exec_stats *s, unsigned i) {
-  if (!s || i >= s->n_pus || !(s->makespan_s > 0))
-    return 0;
+  if (!s || i >= s->n_pus || !(s->makespan_s > 0)) return 0;
   double p = 100.0 * s->per_pu[i].busy_s / s->makespan_s;
   return p > 100 ? 100 : p;
 }
 
 static int grow_host(void **buf, size_t *cap, size_t need) {
-  if (need <= *cap)
-    return 0;
+  if (need <= *cap) return 0;
   void *p = realloc(*buf, need);
-  if (!p)
-    return hlb__error(HLB_ENOMEM, "executor: cannot allocate %zu bytes of staging", need);
+  if (!p) return hlb__error(HLB_ENOMEM, "executor: cannot allocate %zu bytes of staging", need);
   *buf = p;
   *cap = need;
   return 0;
 }
 
 static int grow_dev(driver *d, void **buf, size_t *cap, size_t need) {
-  if (need <= *cap)
-    return 0;
+  if (need <= *cap) return 0;
   const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
   void *dev = d->r->ex->dev[d->pu];
   ops->release(dev, *buf);
   *buf = NULL;
   *cap = 0;
   int rc = ops->alloc(dev, need, buf);
-  if (rc == 0)
-    *cap = need;
+  if (rc == 0) *cap = need;
   return rc;
 }
 
@@ -95,16 +89,14 @@ static int stage_in(driver *d, const hlb_block *blk, hlb_exec_call *call) {
   const void *src = NULL;
   int rc = 0;
   if (in_b && cl->pack) {
-    if ((rc = grow_host(&d->host_in, &d->host_in_cap, in_b)))
-      return rc;
+    if ((rc = grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
     cl->pack(cl->user, blk->begin, blk->count, d->host_in);
     src = d->host_in;
   } else if (in_b) {
     src = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
   }
-  if (out_b && cl->unpack && (rc = grow_host(&d->host_out, &d->host_out_cap, out_b)))
-    return rc;
-  void *host_out = !out_b      ? NULL
+  if (out_b && cl->unpack && (rc = grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
+  void *host_out = !out_b       ? NULL
                    : cl->unpack ? d->host_out
                                 : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
   if (ops->host_memory) {
@@ -125,29 +117,24 @@ static int stage_out(driver *d, const hlb_block *blk) {
   const hlb_codelet *cl = d->r->cl;
   const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
   size_t out_b = cl->out_bytes_per_item * blk->count;
-  if (!out_b)
-    return 0;
+  if (!out_b) return 0;
   if (!ops->host_memory) {
     void *dst = cl->unpack ? d->host_out : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
     int rc = ops->to_host(d->r->ex->dev[d->pu], dst, d->dev_out, out_b);
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
-  if (cl->unpack)
-    cl->unpack(cl->user, blk->begin, blk->count, d->host_out);
+  if (cl->unpack) cl->unpack(cl->user, blk->begin, blk->count, d->host_out);
   return 0;
 }
 
 static int injected(driver *d) {
   const hlb_exec_options *o = &d->r->opt;
-  if (o->inject_pu != (int)d->pu || o->inject_from == 0 || d->started < o->inject_from)
-    return 0;
+  if (o->inject_pu != (int)d->pu || o->inject_from == 0 || d->started < o->inject_from) return 0;
   return o->inject_count == 0 || d->started < o->inject_from + o->inject_count;
 }
 
 static void sleep_s(double s) {
-  if (!(s > 0))
-    return;
+  if (!(s > 0)) return;
   struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
   while (nanosleep(&ts, &ts) != 0)
     ;
@@ -165,11 +152,9 @@ static int run_block(driver *d, const hlb_block *blk, hlb_sample *s, double *thr
   if (rc == 0 && injected(d))
     rc = hlb__error(HLB_EDEVICE, "pu '%s': injected failure of its block %u (items [%zu, +%zu))",
                     r->ex->pu[d->pu].name, d->started, blk->begin, blk->count);
-  if (rc == 0)
-    rc = r->ex->ops[d->pu]->run(r->ex->dev[d->pu], r->cl, &call);
+  if (rc == 0) rc = r->ex->ops[d->pu]->run(r->ex->dev[d->pu], r->cl, &call);
   double t_c = hlb__now();
-  if (rc == 0)
-    rc = stage_out(d, blk);
+  if (rc == 0) rc = stage_out(d, blk);
   double t_d = hlb__now();
   double compute = t_c - t_b;
   /* Emulated slowdown: the PU looks `throttle` times slower to the balancer. Sleeping, not
@@ -188,13 +173,14 @@ static int run_block(driver *d, const hlb_block *blk, hlb_sample *s, double *thr
 }
 
 static void set_error_locked(run_ctx *r, int code) {
-  if (r->error)
-    return;
+  if (r->error) return;
   r->error = code;
   snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
 }
 
-static double rel_now(const run_ctx *r) { return hlb__now() - r->t0; }
+static double rel_now(const run_ctx *r) {
+  return hlb__now() - r->t0;
+}
 
 /* After a failed block: give it back; retire the PU after too many in a row. Returns 1 when
  * the PU is retired. */
@@ -204,8 +190,7 @@ static int block_failed_locked(driver *d, const hlb_block *blk) {
   snprintf(r->fail_text, sizeof r->fail_text, "%s", hlb_last_error());
   hlb_balancer_fail(r->b, d->bpu, blk, rel_now(r));
   unsigned limit = r->opt.max_failures ? r->opt.max_failures : HLB_EXEC_MAX_FAILURES;
-  if (++d->fail_streak < limit)
-    return 0;
+  if (++d->fail_streak < limit) return 0;
   hlb_balancer_retire(r->b, d->bpu);
   r->st[d->pu].retired = 1;
   return 1;
@@ -226,21 +211,17 @@ static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   st->transfer_s += s->transfer_s;
   st->busy_s += s->compute_s + s->transfer_s;
   st->finish_s = end;
-  if (end > r->last_end)
-    r->last_end = end;
+  if (end > r->last_end) r->last_end = end;
 }
 
 /* Ask for the next block; 1 = got one, 0 = stop. Called and returns with mu held. */
 static int next_locked(driver *d, hlb_block *blk) {
   run_ctx *r = d->r;
   for (;;) {
-    if (r->error)
-      return 0;
+    if (r->error) return 0;
     int rc = hlb_balancer_next(r->b, d->bpu, rel_now(r), blk);
-    if (rc == HLB_GRANT)
-      return 1;
-    if (rc == HLB_DONE)
-      return 0;
+    if (rc == HLB_GRANT) return 1;
+    if (rc == HLB_DONE) return 0;
     if (rc != HLB_WAIT) {
       set_error_locked(r, rc < 0 ? rc : HLB_ESTATE);
       pthread_cond_broadcast(&r->cv);
@@ -279,8 +260,7 @@ static void *drive(void *arg) {
     else
       stop = block_failed_locked(d, &blk);
     pthread_cond_broadcast(&r->cv);
-    if (stop)
-      break;
+    if (stop) break;
   }
   r->alive--;
   pthread_cond_broadcast(&r->cv);
@@ -298,11 +278,10 @@ static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_it
   if (!ex || !cl)
     return hlb__error(HLB_EINVAL, "hlb_executor_run: executor and codelet are required");
   const char *name = cl->name ? cl->name : "(unnamed)";
-  if (n_items == 0)
-    return hlb__error(HLB_EINVAL, "codelet '%s': n_items must be > 0", name);
+  if (n_items == 0) return hlb__error(HLB_EINVAL, "codelet '%s': n_items must be > 0", name);
   if (cl->n_shared > HLB_EXEC_MAX_SHARED)
-    return hlb__error(HLB_EINVAL, "codelet '%s': %u shared buffers, at most %u", name,
-                      cl->n_shared, HLB_EXEC_MAX_SHARED);
+    return hlb__error(HLB_EINVAL, "codelet '%s': %u shared buffers, at most %u", name, cl->n_shared,
+                      HLB_EXEC_MAX_SHARED);
   if (cl->in_bytes_per_item && !cl->pack && !cl->in)
     return hlb__error(HLB_EINVAL, "codelet '%s': input of %zu bytes per item needs pack or in",
                       name, cl->in_bytes_per_item);
@@ -310,8 +289,7 @@ static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_it
     return hlb__error(HLB_EINVAL, "codelet '%s': output of %zu bytes per item needs unpack or out",
                       name, cl->out_bytes_per_item);
   for (unsigned i = 0; i < ex->n; i++)
-    if (ex->ops[i]->has_kernel(cl))
-      return 0;
+    if (ex->ops[i]->has_kernel(cl)) return 0;
   return hlb__error(HLB_EINVAL, "codelet '%s': no kernel for any of the %u PUs", name, ex->n);
 }
 
@@ -340,16 +318,14 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
 static unsigned prepare_all(run_ctx *r, unsigned *bidx, int *first_err) {
   unsigned nb = 0;
   for (unsigned i = 0; i < r->ex->n; i++) {
-    if (!r->ex->ops[i]->has_kernel(r->cl))
-      continue;
+    if (!r->ex->ops[i]->has_kernel(r->cl)) continue;
     double t = hlb__now();
     int rc = r->ex->ops[i]->prepare(r->ex->dev[i], r->cl, r->shared[i]);
     r->st[i].setup_s = hlb__now() - t;
     if (rc) {
       /* A PU that cannot even load the kernel is left out, like a retired one. */
       r->st[i].retired = 1;
-      if (!*first_err)
-        *first_err = rc;
+      if (!*first_err) *first_err = rc;
       continue;
     }
     r->prepared[i] = 1;
@@ -412,8 +388,7 @@ static void start_drivers(run_ctx *r, driver *drv, pthread_t *th, int *started,
 }
 
 static int finish(run_ctx *r, int prep_err) {
-  if (r->error)
-    return hlb__error(r->error, "%s", r->error_text);
+  if (r->error) return hlb__error(r->error, "%s", r->error_text);
   if (!hlb_balancer_finished(r->b)) {
     if (prep_err)
       return hlb__error(HLB_EDEVICE, "run stopped with %zu items left: %s",
@@ -428,11 +403,9 @@ static int finish(run_ctx *r, int prep_err) {
 int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
                      const hlb_exec_options *opt, hlb_exec_stats *stats) {
   int rc = check_args(ex, cl, n_items);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   run_ctx *r = calloc(1, sizeof *r);
-  if (!r)
-    return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory");
+  if (!r) return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory");
   r->ex = ex;
   r->cl = cl;
   if (opt)
@@ -442,8 +415,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
   unsigned bidx[HLB_EXEC_MAX_PUS];
   int prep_err = 0;
   unsigned nb = prepare_all(r, bidx, &prep_err);
-  if (prep_err)
-    snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
+  if (prep_err) snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
   if (nb == 0)
     rc = hlb__error(prep_err ? prep_err : HLB_EDEVICE, "codelet '%s': no PU could load it: %s",
                     cl->name ? cl->name : "(unnamed)", r->error_text);
@@ -457,19 +429,16 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     int started[HLB_EXEC_MAX_PUS];
     start_drivers(r, drv, th, started, bidx, nb);
     for (unsigned j = 0; j < nb; j++)
-      if (started[j])
-        pthread_join(th[j], NULL);
+      if (started[j]) pthread_join(th[j], NULL);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     rc = finish(r, prep_err);
-    if (stats)
-      fill_stats(r, bidx, nb, n_items, stats);
+    if (stats) fill_stats(r, bidx, nb, n_items, stats);
     remember_rates(r);
     hlb_balancer_destroy(r->b);
   }
   for (unsigned i = 0; i < ex->n; i++)
-    if (r->prepared[i])
-      ex->ops[i]->unprepare(ex->dev[i]);
+    if (r->prepared[i]) ex->ops[i]->unprepare(ex->dev[i]);
   free(r);
   return rc;
 }

@@ -26,17 +26,36 @@ static unsigned cpu_share(unsigned n_devices) {
   return total > kept ? total - kept : 1u;
 }
 
+/* A cpu entry without a core count shares the cores with the devices listed; a CPU-type
+ * OpenCL device then gets the cores the cpu PU leaves, as a sub-device (paper 003, sec.
+ * 4.3 "device fission"; applied by the opencl backend, ignored by GPUs). */
+static void fix_cpu_cores(hlb_exec_pu *pus, unsigned n) {
+  unsigned devices = 0, cpu_cores = 0;
+  for (unsigned i = 0; i < n; i++)
+    devices += pus[i].backend != HLB_BACKEND_CPU;
+  for (unsigned i = 0; i < n; i++)
+    if (pus[i].backend == HLB_BACKEND_CPU) {
+      if (pus[i].cores == 0) pus[i].cores = cpu_share(devices);
+      cpu_cores += pus[i].cores;
+    }
+  unsigned total = hlb__cpu_cores();
+  for (unsigned i = 0; i < n; i++)
+    if (pus[i].backend == HLB_BACKEND_OPENCL && cpu_cores > 0)
+      pus[i].cores = total > cpu_cores ? total - cpu_cores : 1u;
+}
+
 int hlb_exec_discover(hlb_exec_pu *pus, unsigned cap, unsigned *n) {
   if (!pus || !n || cap == 0)
     return hlb__error(HLB_EINVAL, "hlb_exec_discover: need an array and a capacity > 0");
   unsigned ncl = hlb_backend_devices(HLB_BACKEND_OPENCL);
   unsigned ncu = hlb_backend_devices(HLB_BACKEND_CUDA);
   unsigned k = 0;
-  pu_init(&pus[k++], HLB_BACKEND_CPU, 0, cpu_share(ncl + ncu));
+  pu_init(&pus[k++], HLB_BACKEND_CPU, 0, 0);
   for (unsigned i = 0; i < ncl && k < cap; i++)
     pu_init(&pus[k++], HLB_BACKEND_OPENCL, i, 0);
   for (unsigned i = 0; i < ncu && k < cap; i++)
     pu_init(&pus[k++], HLB_BACKEND_CUDA, i, 0);
+  fix_cpu_cores(pus, k);
   *n = k;
   return 0;
 }
@@ -59,8 +78,7 @@ static int parse_one(const char *s, size_t len, hlb_exec_pu *p) {
   size_t klen = colon ? (size_t)(colon - s) : len;
   hlb_backend kind = HLB_BACKEND_CPU;
   int rc = parse_kind(s, klen, len, &kind);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   unsigned long num = 0;
   if (colon) {
     char buf[32];
@@ -80,45 +98,30 @@ static int parse_one(const char *s, size_t len, hlb_exec_pu *p) {
                       hlb_backend_name(kind));
   if (kind == HLB_BACKEND_CPU) {
     pu_init(p, kind, 0, (unsigned)num);
-    if (num)
-      snprintf(p->name, sizeof p->name, "cpu:%lu", num);
+    if (num) snprintf(p->name, sizeof p->name, "cpu:%lu", num);
     return 0;
   }
   unsigned have = hlb_backend_devices(kind);
   if (num >= have)
-    return hlb__error(HLB_ENOTFOUND, "pu '%.*s': no %s device %lu (this machine has %u)",
-                      (int)len, s, hlb_backend_name(kind), num, have);
+    return hlb__error(HLB_ENOTFOUND, "pu '%.*s': no %s device %lu (this machine has %u)", (int)len,
+                      s, hlb_backend_name(kind), num, have);
   pu_init(p, kind, (unsigned)num, 0);
   return 0;
-}
-
-/* A cpu entry without a core count shares the cores with the devices listed (003, 4.3). */
-static void fix_cpu_cores(hlb_exec_pu *pus, unsigned n) {
-  unsigned devices = 0;
-  for (unsigned i = 0; i < n; i++)
-    devices += pus[i].backend != HLB_BACKEND_CPU;
-  for (unsigned i = 0; i < n; i++)
-    if (pus[i].backend == HLB_BACKEND_CPU && pus[i].cores == 0)
-      pus[i].cores = cpu_share(devices);
 }
 
 int hlb_exec_parse_pus(const char *spec, hlb_exec_pu *pus, unsigned cap, unsigned *n) {
   if (!spec || !pus || !n || cap == 0)
     return hlb__error(HLB_EINVAL, "hlb_exec_parse_pus: need a list, an array and a capacity");
-  if (!strcmp(spec, "all"))
-    return hlb_exec_discover(pus, cap, n);
+  if (!strcmp(spec, "all")) return hlb_exec_discover(pus, cap, n);
   unsigned k = 0;
   const char *s = spec;
   while (*s) {
     const char *comma = strchr(s, ',');
     size_t len = comma ? (size_t)(comma - s) : strlen(s);
-    if (len == 0)
-      return hlb__error(HLB_EINVAL, "pu list '%s': empty entry", spec);
-    if (k == cap)
-      return hlb__error(HLB_EINVAL, "pu list '%s': more than %u PUs", spec, cap);
+    if (len == 0) return hlb__error(HLB_EINVAL, "pu list '%s': empty entry", spec);
+    if (k == cap) return hlb__error(HLB_EINVAL, "pu list '%s': more than %u PUs", spec, cap);
     int rc = parse_one(s, len, &pus[k]);
-    if (rc)
-      return rc;
+    if (rc) return rc;
     for (unsigned j = 0; j < k; j++)
       if (!strcmp(pus[j].name, pus[k].name))
         return hlb__error(HLB_EINVAL, "pu list '%s': '%s' is listed twice", spec, pus[k].name);
@@ -127,8 +130,7 @@ int hlb_exec_parse_pus(const char *spec, hlb_exec_pu *pus, unsigned cap, unsigne
     if (comma && *s == '\0')
       return hlb__error(HLB_EINVAL, "pu list '%s': empty entry at the end", spec);
   }
-  if (k == 0)
-    return hlb__error(HLB_EINVAL, "pu list is empty");
+  if (k == 0) return hlb__error(HLB_EINVAL, "pu list is empty");
   fix_cpu_cores(pus, k);
   *n = k;
   return 0;
@@ -136,11 +138,10 @@ int hlb_exec_parse_pus(const char *spec, hlb_exec_pu *pus, unsigned cap, unsigne
 
 int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) {
   if (!pus || !out || n == 0 || n > HLB_EXEC_MAX_PUS)
-    return hlb__error(HLB_EINVAL, "hlb_executor_create: need 1 to %u PUs, got %u",
-                      HLB_EXEC_MAX_PUS, n);
+    return hlb__error(HLB_EINVAL, "hlb_executor_create: need 1 to %u PUs, got %u", HLB_EXEC_MAX_PUS,
+                      n);
   hlb_executor *ex = calloc(1, sizeof *ex);
-  if (!ex)
-    return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory");
+  if (!ex) return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory");
   int rc = 0;
   for (unsigned i = 0; i < n && rc == 0; i++) {
     ex->pu[i] = pus[i];
@@ -152,8 +153,7 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
                       hlb_backend_name(p->backend));
     else if ((rc = ex->ops[i]->open(p, &ex->dev[i])) == 0)
       ex->n = i + 1;
-    if (p->throttle == 0)
-      p->throttle = 1;
+    if (p->throttle == 0) p->throttle = 1;
   }
   if (rc) {
     hlb_executor_destroy(ex);
@@ -164,14 +164,15 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
 }
 
 void hlb_executor_destroy(hlb_executor *ex) {
-  if (!ex)
-    return;
+  if (!ex) return;
   for (unsigned i = 0; i < ex->n; i++)
     ex->ops[i]->close(ex->dev[i]);
   free(ex);
 }
 
-unsigned hlb_executor_pu_count(const hlb_executor *ex) { return ex ? ex->n : 0; }
+unsigned hlb_executor_pu_count(const hlb_executor *ex) {
+  return ex ? ex->n : 0;
+}
 
 const hlb_exec_pu *hlb_executor_pu(const hlb_executor *ex, unsigned i) {
   return ex && i < ex->n ? &ex->pu[i] : NULL;

@@ -16,8 +16,7 @@ static const hlb__backend_ops *const all[] = {
 
 const hlb__backend_ops *hlb__backend_get(hlb_backend kind) {
   for (const hlb__backend_ops *const *b = all; *b; b++)
-    if ((*b)->kind == kind)
-      return *b;
+    if ((*b)->kind == kind) return *b;
   return NULL;
 }
 
@@ -26,7 +25,9 @@ const char *hlb_backend_name(hlb_backend b) {
   return (unsigned)b < HLB_BACKEND_COUNT ? names[b] : "?";
 }
 
-int hlb_backend_built(hlb_backend b) { return hlb__backend_get(b) != NULL; }
+int hlb_backend_built(hlb_backend b) {
+  return hlb__backend_get(b) != NULL;
+}
 
 unsigned hlb_backend_devices(hlb_backend b) {
   const hlb__backend_ops *ops = hlb__backend_get(b);

@@ -11,8 +11,8 @@
 
 static int names(hlb__trace *t, const hlb_exec_stats *s) {
   char buf[160];
-  snprintf(buf, sizeof buf, "hlb run: policy %s, %zu items, makespan %.6f s", s->policy,
-           s->n_items, s->makespan_s);
+  snprintf(buf, sizeof buf, "hlb run: policy %s, %zu items, makespan %.6f s", s->policy, s->n_items,
+           s->makespan_s);
   int rc = hlb__trace_process(t, 1, buf, 0);
   for (unsigned i = 0; rc == 0 && i < s->n_pus; i++) {
     /* Throttling is emulated; the track name says so wherever the trace is viewed. */
@@ -26,7 +26,9 @@ static int names(hlb__trace *t, const hlb_exec_stats *s) {
   return rc;
 }
 
-static double fin(double x) { return isfinite(x) ? x : 0; }
+static double fin(double x) {
+  return isfinite(x) ? x : 0;
+}
 
 static int block(hlb__trace *t, const hlb_decision *d) {
   char name[64];
@@ -39,18 +41,15 @@ static int block(hlb__trace *t, const hlb_decision *d) {
   int tid = (int)d->pu;
   if (d->outcome == HLB_OUTCOME_FAILED) {
     double end = isfinite(d->end_s) ? d->end_s : d->time_s;
-    return hlb__trace_slice(t, 1, tid, name, "failed", d->time_s, fmax(0, end - d->time_s),
-                            args, 2);
+    return hlb__trace_slice(t, 1, tid, name, "failed", d->time_s, fmax(0, end - d->time_s), args,
+                            2);
   }
-  if (d->outcome != HLB_OUTCOME_DONE)
-    return 0;
+  if (d->outcome != HLB_OUTCOME_DONE) return 0;
   double tr = fin(d->transfer_s), cp = fin(d->compute_s);
   double start = d->end_s - cp - tr;
   int rc = hlb__trace_slice(t, 1, tid, name, "block", start, cp + tr, args, 5);
-  if (rc == 0)
-    rc = hlb__trace_slice(t, 1, tid, "transfer", "transfer", start, tr, args, 2);
-  if (rc == 0)
-    rc = hlb__trace_slice(t, 1, tid, "compute", "compute", start + tr, cp, args, 2);
+  if (rc == 0) rc = hlb__trace_slice(t, 1, tid, "transfer", "transfer", start, tr, args, 2);
+  if (rc == 0) rc = hlb__trace_slice(t, 1, tid, "compute", "compute", start + tr, cp, args, 2);
   return rc;
 }
 
@@ -61,8 +60,7 @@ int hlb_exec_write_trace(const hlb_exec_stats *s, const char *path) {
     return hlb__error(HLB_EINVAL, "%s: the run kept no decision log (keep_log = 0)", path);
   hlb__trace *t = NULL;
   int rc = hlb__trace_open(path, &t);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   rc = names(t, s);
   for (size_t k = 0; rc == 0 && k < s->n_log; k++)
     rc = block(t, &s->log[k]);

@@ -68,7 +68,8 @@ static int read_link(const hlb__jctx *c, const cJSON *parent, const char *ppath,
   const cJSON *obj = NULL;
   int rc = hlb__json_object(c, parent, ppath, "link", required, &obj);
   if (rc) return rc;
-  if (!obj) { /* an absent PU link is free: host cores share the node's memory */
+  if (!obj) { /* an absent link is free: host cores share the node's memory, and the
+               * manager's own node needs no network */
     out->latency_s = 0;
     out->bandwidth_Bps = INFINITY;
     return 0;
@@ -182,7 +183,7 @@ static int read_node(const hlb__jctx *c, const cJSON *obj, const char *path, hlb
   const char *name = NULL;
   const cJSON *pus = NULL;
   if (!rc) rc = hlb__json_string(c, obj, path, "name", 1, NULL, &name);
-  if (!rc) rc = read_link(c, obj, path, 1, &n->link);
+  if (!rc) rc = read_link(c, obj, path, 0, &n->link);
   if (!rc) rc = hlb__json_number(c, obj, path, "partition_s", 0, 0.0, 0, DBL_MAX, &n->partition_s);
   if (!rc) rc = hlb__json_number(c, obj, path, "merge_s", 0, 0.0, 0, DBL_MAX, &n->merge_s);
   if (!rc) rc = read_cap(c, obj, path, &n->max_items);

@@ -128,25 +128,6 @@ static void recompute_corr(hlbp *h, hpu *q) {
   q->corr = sw > 0 ? s / sw : 1.0;
 }
 
-/* The PU's base curve: its model's fit where that fit agrees with the measured line up to
- * a few times the largest block seen (a fit of small blocks can bend away wildly beyond
- * them, and the plan extrapolates to the PU's whole share), else the line itself. */
-static void choose_base(hpu *q) {
-  hlb_curve line;
-  int have_line = hlb__plb_affine_curve(&q->u, &line);
-  if (q->u.fitted && have_line) {
-    for (int i = 0; i <= 2; i++) {
-      double x = q->u.max_items * (double)(1 << (2 * i)); /* 1x, 4x, 16x */
-      double r = hlb_curve_time(&q->u.curve, x) / hlb_curve_time(&line, x);
-      if (!(r > 0.7 && r < 1.4)) {
-        q->u.fitted = 0;
-        break;
-      }
-    }
-  }
-  if (!q->u.fitted) q->u.curve = line;
-}
-
 static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   hpu *q = &h->pu[p];
   double x = (double)s->block.count, t = hlb__plb_sample_s(s);
@@ -160,11 +141,10 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   double old = q->corr;
   if (q->u.good >= q->next_fit) {
     hlb__plb_refit(h->ctx, p, &q->u, (double)h->ctx->n_items);
-    choose_base(q);
     q->next_fit = (size_t)ceil((double)q->u.good * h->prm[P_REFIT]) + 1;
     recompute_corr(h, q);
   } else if (!q->u.fitted) {
-    choose_base(q); /* the line moves with every sample; keep the correction relative */
+    /* hlb__plb_observe moved the line with this sample; keep the correction relative. */
     if (!first && before > 0 && isfinite(before)) {
       double a = h->prm[P_SMOOTH];
       q->corr = (1.0 - a) * q->corr + a * t / before;

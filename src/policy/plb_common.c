@@ -85,35 +85,46 @@ void hlb__plb_curve_scaled(hlb_curve *out, const hlb_curve *c, double f) {
 }
 
 /* A fit is usable where it will be used when it predicts finite, positive times that grow
- * with the block, and stays within a factor of the measured mean rate over the sizes seen
- * (a wild extrapolation would hand a PU all the work or none of it). */
-static int fit_sane(const hlb_curve *c, const hlb__plb_pu *u, double x_max) {
+ * with the block over (0, x_max], and agrees with the measured straight line (fixed cost +
+ * cost per item) within a factor 1.4 from the largest block seen to 16 times it: a fit of a
+ * few small blocks can bend away wildly beyond them, and the equal-finish-time solve
+ * extrapolates to each PU's whole share. */
+static int fit_sane(const hlb_curve *c, const hlb__plb_pu *u, const hlb_curve *line,
+                    double x_max) {
   double lo = u->min_items > 0 ? u->min_items : 1.0;
   double prev = 0.0;
   for (int i = 0; i <= 8; i++) {
     double x = lo * pow(x_max / lo, i / 8.0);
     double t = hlb_curve_time(c, x);
-    if (!isfinite(t) || t <= 0 || t < prev * (1.0 - 1e-9)) return 0;
+    if (!isfinite(t) || t <= 0 || t < prev * (1.0 - 1e-9))
+      return 0;
     prev = t;
   }
-  double mid = sqrt(lo * (u->max_items > lo ? u->max_items : lo));
-  double ratio = hlb_curve_time(c, mid) * u->rate / mid;
-  return ratio > 0.2 && ratio < 5.0;
+  for (int i = 0; i <= 2; i++) {
+    double x = u->max_items * (double)(1 << (2 * i)); /* 1x, 4x, 16x */
+    double r = hlb_curve_time(c, x) / hlb_curve_time(line, x);
+    if (!(r > 1.0 / 1.4 && r < 1.4))
+      return 0;
+  }
+  return 1;
 }
 
 int hlb__plb_refit(const hlb_policy_ctx *ctx, unsigned p, hlb__plb_pu *u, double x_max) {
-  if (!(u->rate > 0)) return -1;
-  hlb_curve c;
-  if (x_max < 1) x_max = 1;
-  if (hlb_model_fit(ctx->models[p], x_max) == 0 && hlb_model_curve(ctx->models[p], &c) == 0 &&
-      fit_sane(&c, u, x_max)) {
+  if (!(u->rate > 0))
+    return -1;
+  hlb_curve c, line;
+  int have_line = hlb__plb_affine_curve(u, &line);
+  if (x_max < 1)
+    x_max = 1;
+  if (have_line && hlb_model_fit(ctx->models[p], x_max) == 0 &&
+      hlb_model_curve(ctx->models[p], &c) == 0 && fit_sane(&c, u, &line, x_max)) {
     u->curve = c;
     u->fitted = 1;
     return 1;
   }
   hlb_clear_error(); /* too few distinct sizes is the normal state early on */
   u->fitted = 0;
-  hlb__plb_linear_curve(&u->curve, u->rate);
+  u->curve = line; /* the straight line, or the mean rate without two distinct sizes */
   return 0;
 }
 

@@ -49,7 +49,8 @@ int hlb__plb_sample_ok(const hlb_sample *s);
 double hlb__plb_sample_s(const hlb_sample *s);
 
 /* Learn the speed of u from an accepted sample; a rejected one only counts in u->bad. When
- * u has no fitted curve, u->curve becomes the linear curve through its mean rate. */
+ * u has no fitted curve, u->curve becomes the straight line through its samples
+ * (hlb__plb_affine_curve). */
 void hlb__plb_observe(hlb__plb_pu *u, const hlb_sample *s);
 
 /* The curve x / rate (no fixed part); the estimate before a fit is possible. */
@@ -63,10 +64,11 @@ int hlb__plb_affine_curve(const hlb__plb_pu *u, hlb_curve *c);
 /* c with every time multiplied by f > 0 (a measured slowdown or speed-up). */
 void hlb__plb_curve_scaled(hlb_curve *out, const hlb_curve *c, double f);
 
-/* Fit PU p's model over (0, x_max] and keep the result in u->curve. Falls back to the
- * linear curve through u->rate when the model cannot be fitted yet (fewer than two distinct
- * sizes) or the fit predicts nonsense where it will be used. Returns 1 for a fit, 0 for the
- * fallback, -1 when the PU has no estimate at all (no accepted sample). */
+/* Fit PU p's model over (0, x_max] and keep the result in u->curve when it is sane (see
+ * plb_common.c: monotone, and within a factor 1.4 of the measured straight line up to 16
+ * times the largest block seen). Otherwise u->curve is that straight line (fixed cost + cost
+ * per item), or the mean rate while fewer than two distinct sizes were measured. Returns 1
+ * for a fit, 0 for a line, -1 when the PU has no estimate at all (no accepted sample). */
 int hlb__plb_refit(const hlb_policy_ctx *ctx, unsigned p, hlb__plb_pu *u, double x_max);
 
 /* R^2 of PU p's last fit (NaN before one). */

@@ -174,7 +174,11 @@ static int exec_next(hac *h, unsigned pu, size_t *count) {
       h->decay *= 1.0 - h->prm[P_ALPHA];
   }
   h->vstep[pu]++;
-  *count = hlb__plb_round(h->ctx, (double)h->X[pu] * h->decay);
+  /* 3.2: "a minimum block size that does not underutilize the GPUs"; the decay stops at the
+   * user's initial block size (or the PU's solved size, if smaller). */
+  double x = (double)h->X[pu] * h->decay;
+  double floor_x = (double)(h->x_init < h->X[pu] ? h->x_init : h->X[pu]);
+  *count = hlb__plb_round(h->ctx, x > floor_x ? x : floor_x);
   return HLB_GRANT;
 }
 

@@ -10,9 +10,9 @@
  * grant time, which is FIFO because grants happen in time order; output needs an event when
  * it reaches the node (EV_OUT_AT_NODE) so that it queues in arrival order.
  *
- * Three kinds of events per block at most, in a binary heap preallocated for the run: no
- * allocation per event. A PU has at most one live event; slowdowns and failures invalidate it
- * by bumping the PU's generation, so the heap never needs a decrease-key.
+ * Three kinds of events per block at most (two when the PU link is free), in a binary heap
+ * preallocated for the run: no allocation per event. A PU has at most one live event; slowdowns and
+ * failures invalidate it by bumping the PU's generation, so the heap never needs a decrease-key.
  */
 #include <math.h>
 #include <stdint.h>
@@ -166,6 +166,8 @@ static int ask_and_wake(sim *s, unsigned p, int after_fail) {
   return rc;
 }
 
+static int on_out_at_node(sim *s, unsigned p);
+
 static int on_compute_end(sim *s, unsigned p) {
   const hlb_cluster *c = s->c;
   pu_state *ps = &s->pu[p];
@@ -178,6 +180,8 @@ static int on_compute_end(sim *s, unsigned p) {
   ps->phase = HLB_SIM_PHASE_OUT;
   ps->out_start = s->now;
   ps->own_xfer += t_pu;
+  /* A free PU link (host cores) reaches the node at once: no event needed. */
+  if (t_pu == 0) return on_out_at_node(s, p);
   return hlb__evq_push(&s->q, s->now + t_pu, p, ps->gen, EV_OUT_AT_NODE);
 }
 

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "hlb/error.h"
+#include "common/rng.h"
 #include "hlb/policy.h"
 
 /* ---- scenarios -------------------------------------------------------------------------- */
@@ -30,9 +31,9 @@ typedef struct scenario {
   size_t min_block, max_block; /* applied to odd PUs */
   unsigned fail_pu;            /* PU that fails, or UINT32_MAX */
   double fail_at;              /* simulated second of its failure */
-  int bad_samples; /* PU 1 reports NaN compute on every 2nd block, PU 2 a negative one on every 3rd
-                    */
+  int bad_samples; /* PU 1: NaN compute on blocks 1, 3, 5...; PU 2: negative on 1, 4, 7... */
   int starvation;  /* check the fastest PU processed at least about its share */
+  double noise;    /* compute times vary uniformly by +-noise/2 (deterministic) */
 } scenario;
 
 static double speed_hetero(unsigned p) {
@@ -47,14 +48,17 @@ static double speed_cycle(unsigned p) {
 }
 
 static const scenario scenarios[] = {
-    {"hetero4", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0},
-    {"fast_not_starved", 20000, 1, 4, 1, speed_one_fast, 0, 0, UINT32_MAX, 0, 0, 1},
-    {"pu_fails", 20000, 1, 4, 1, speed_hetero, 0, 0, 2, 0.5, 0, 0},
-    {"bad_samples", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 1, 0},
-    {"single_pu", 5000, 1, 1, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0},
-    {"one_ahead", 20000, 1, 4, 2, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0},
-    {"granularity_min_max", 10007, 8, 5, 1, speed_hetero, 60, 200, UINT32_MAX, 0, 0, 0},
-    {"pus_1000", 3000000, 1, 1000, 1, speed_cycle, 0, 0, UINT32_MAX, 0, 0, 0},
+    {"hetero4", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0},
+    {"fast_not_starved", 20000, 1, 4, 1, speed_one_fast, 0, 0, UINT32_MAX, 0, 0, 1, 0},
+    {"pu_fails", 20000, 1, 4, 1, speed_hetero, 0, 0, 2, 0.5, 0, 0, 0},
+    {"bad_samples", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 1, 0, 0},
+    {"single_pu", 5000, 1, 1, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0},
+    {"one_ahead", 20000, 1, 4, 2, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0},
+    {"granularity_min_max", 10007, 8, 5, 1, speed_hetero, 60, 200, UINT32_MAX, 0, 0, 0, 0},
+    {"pus_1000", 3000000, 1, 1000, 1, speed_cycle, 0, 0, UINT32_MAX, 0, 0, 0, 0},
+    {"fails_early", 20000, 1, 4, 1, speed_hetero, 0, 0, 0, 0.01, 0, 0, 0},
+    {"fails_one_ahead", 20000, 1, 4, 2, speed_hetero, 0, 0, 3, 0.3, 0, 0, 0},
+    {"noisy", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0.4},
 };
 enum { N_SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
@@ -64,6 +68,7 @@ typedef struct event {
   double t;
   uint64_t seq; /* ties broken by insertion order: deterministic */
   hlb_block blk;
+  double compute; /* the block's compute seconds */
 } event;
 
 typedef struct heap {
@@ -112,6 +117,7 @@ typedef struct run {
   heap h;
   double now;
   uint64_t seq;
+  hlb__rng rng;
   double *busy_until;   /* per PU: when its queue of blocks drains */
   unsigned *in_flight;  /* per PU */
   unsigned char *state; /* per PU: 0 ready, 1 waiting, 2 stopped, 3 failed */
@@ -151,11 +157,13 @@ static void check_block(const run *r, unsigned pu, const hlb_block *blk) {
 static void granted(run *r, unsigned pu, const hlb_block *blk) {
   check_block(r, pu, blk);
   double start = r->busy_until[pu] > r->now ? r->busy_until[pu] : r->now;
-  double t = start + 2e-4 + (double)blk->count / r->sc->speed(pu);
+  double compute = (double)blk->count / r->sc->speed(pu);
+  if (r->sc->noise > 0) compute *= 1 + r->sc->noise * (hlb__rng_uniform(&r->rng) - 0.5);
+  double t = start + 2e-4 + compute;
   r->busy_until[pu] = t;
   r->in_flight[pu]++;
   r->blocks[pu]++;
-  heap_push(&r->h, (event){t, r->seq++, *blk});
+  heap_push(&r->h, (event){t, r->seq++, *blk, compute});
 }
 
 /* Ask pu for work until its queue is full, or it waits or stops. */
@@ -235,10 +243,7 @@ static void finish(run *r, const event *ev) {
     fail_pu(r, pu, &ev->blk);
     return;
   }
-  hlb_sample s = {.block = ev->blk,
-                  .compute_s = (double)ev->blk.count / r->sc->speed(pu),
-                  .transfer_s = 2e-4,
-                  .end_s = ev->t};
+  hlb_sample s = {.block = ev->blk, .compute_s = ev->compute, .transfer_s = 2e-4, .end_s = ev->t};
   int bad = bad_sample(r, pu, &s);
   r->bad_sent += (size_t)bad;
   int rc = hlb_balancer_done(r->b, pu, &s);
@@ -255,6 +260,7 @@ static void setup(run *r, const scenario *sc, const hlb_policy_ops *ops) {
   memset(r, 0, sizeof *r);
   r->sc = sc;
   r->ops = ops;
+  hlb__rng_seed(&r->rng, 42);
   unsigned n = sc->n_pus;
   r->pus = calloc(n, sizeof *r->pus);
   r->busy_until = calloc(n, sizeof(double));

@@ -1,28 +1,28 @@
 #!/usr/bin/env bash
 # FLEX-MPI's burst vs long-term classification (002 section 3.2) on injected load, 2 ranks:
 # rank 1 spends twice its compute time asleep (real time without CPU time, which is what a
-# competing process does to it). With k = 3 and 20-iteration sampling intervals, a burst of one
+# competing process does to it). With k = 3 and 50-iteration sampling intervals, a burst of one
 # interval is tolerated (no redistribution); load that lasts is acted on after k intervals, and
 # the loaded rank ends with fewer rows.
 set -euo pipefail
 bin=$1
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root -np 2)
-run() { "${MPIRUN[@]}" "$bin/hlb_jacobi" --rows 1200 --iters 400 --interval 20 --policy flex \
+run() { "${MPIRUN[@]}" "$bin/hlb_jacobi" --rows 1500 --iters 500 --interval 50 --policy flex \
   --params "k=3" --inject-rank 1 --inject-frac 2 "$@"; }
 field() { python3 -c "import json,sys; d=json.loads(sys.stdin.readline()); print(d['$1'])"; }
 fail=0
 
-burst=$(run --inject-from 100 --inject-to 120)
+burst=$(run --inject-from 200 --inject-to 250)
 echo "burst:     $burst"
 [ "$(echo "$burst" | field redistributions)" -eq 0 ] || { echo "FAIL: a one-interval burst caused a redistribution"; fail=1; }
 
-long=$(run --inject-from 100)
+long=$(run --inject-from 200)
 echo "long-term: $long"
 moves=$(echo "$long" | field redistributions)
 first=$(echo "$long" | field first_redistribution_iter)
 counts=$(echo "$long" | field final_counts)
 [ "$moves" -ge 1 ] || { echo "FAIL: long-term load caused no redistribution"; fail=1; }
-# The load starts in the interval ending at iteration 119; k = 3 non-dedicated intervals end at 159.
-[ "$first" -ge 159 ] || { echo "FAIL: rebalanced at iteration $first, before k intervals of load"; fail=1; }
+# The load starts in the interval ending at iteration 249; k = 3 non-dedicated intervals end at 349.
+[ "$first" -ge 349 ] || { echo "FAIL: rebalanced at iteration $first, before k intervals of load"; fail=1; }
 python3 -c "import sys; c=$counts; sys.exit(0 if c[1] < c[0] else 1)" || { echo "FAIL: loaded rank kept as many rows: $counts"; fail=1; }
 exit $fail

@@ -30,21 +30,17 @@ __attribute__((format(printf, 2, 3))) static int fail(int code, const char *fmt,
 
 static char *read_all(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
   while (buf) {
     n += fread(buf + n, 1, cap - n - 1, f);
-    if (n < cap - 1)
-      break;
+    if (n < cap - 1) break;
     char *b = realloc(buf, cap *= 2);
-    if (!b)
-      free(buf);
+    if (!b) free(buf);
     buf = b;
   }
-  if (buf)
-    buf[n] = '\0';
+  if (buf) buf[n] = '\0';
   fclose(f);
   return buf;
 }
@@ -93,15 +89,12 @@ static double num_of(const cJSON *o, const char *k, double dflt) {
 static int add_meta(report *r, const cJSON *e) {
   const char *name = str_of(e, "name");
   const char *val = str_of(cJSON_GetObjectItemCaseSensitive(e, "args"), "name");
-  if (!name || !val)
-    return 0;
-  if (!strcmp(name, "process_name"))
-    snprintf(r->title, sizeof r->title, "%s", val);
+  if (!name || !val) return 0;
+  if (!strcmp(name, "process_name")) snprintf(r->title, sizeof r->title, "%s", val);
   int tid = (int)num_of(e, "tid", -1);
   if (!strcmp(name, "thread_name") && tid >= 0 && tid < MAX_TRACKS) {
     snprintf(r->track[tid], sizeof r->track[tid], "%s", val);
-    if (tid + 1 > r->n_tracks)
-      r->n_tracks = tid + 1;
+    if (tid + 1 > r->n_tracks) r->n_tracks = tid + 1;
   }
   return 0;
 }
@@ -114,13 +107,12 @@ static int add_slice(report *r, const cJSON *e, const char *file, size_t idx) {
   int tid = (int)num_of(e, "tid", -1);
   double ts = num_of(e, "ts", NAN), dur = num_of(e, "dur", NAN);
   if (tid < 0 || tid >= MAX_TRACKS || !isfinite(ts) || !isfinite(dur) || dur < 0)
-    return fail(HLB_EPARSE, "%s: traceEvents[%zu]: needs tid in [0, %d), ts and dur >= 0",
-                      file, idx, MAX_TRACKS);
+    return fail(HLB_EPARSE, "%s: traceEvents[%zu]: needs tid in [0, %d), ts and dur >= 0", file,
+                idx, MAX_TRACKS);
   if (r->n == r->cap) {
     size_t cap = r->cap ? 2 * r->cap : 1024;
     slice *s = realloc(r->s, cap * sizeof *s);
-    if (!s)
-      return fail(HLB_ENOMEM, "%s: out of memory", file);
+    if (!s) return fail(HLB_ENOMEM, "%s: out of memory", file);
     r->s = s;
     r->cap = cap;
   }
@@ -130,21 +122,17 @@ static int add_slice(report *r, const cJSON *e, const char *file, size_t idx) {
   s->dur = dur * 1e-6;
   s->count = num_of(cJSON_GetObjectItemCaseSensitive(e, "args"), "count", 0);
   snprintf(s->cat, sizeof s->cat, "%s", cat);
-  if (tid + 1 > r->n_tracks)
-    r->n_tracks = tid + 1;
-  if (s->ts + s->dur > r->t_end)
-    r->t_end = s->ts + s->dur;
+  if (tid + 1 > r->n_tracks) r->n_tracks = tid + 1;
+  if (s->ts + s->dur > r->t_end) r->t_end = s->ts + s->dur;
   return 0;
 }
 
 static int load(const char *path, report *r) {
   char *text = read_all(path);
-  if (!text)
-    return fail(HLB_EIO, "%s: cannot read the file", path);
+  if (!text) return fail(HLB_EIO, "%s: cannot read the file", path);
   cJSON *root = cJSON_Parse(text);
   free(text);
-  if (!root)
-    return fail(HLB_EPARSE, "%s: not valid JSON", path);
+  if (!root) return fail(HLB_EPARSE, "%s: not valid JSON", path);
   int rc = 0;
   const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
   if (!cJSON_IsArray(ev)) {
@@ -159,8 +147,7 @@ static int load(const char *path, report *r) {
       rc = add_meta(r, e);
     else if (ph && !strcmp(ph, "X"))
       rc = add_slice(r, e, path, i);
-    if (rc)
-      break;
+    if (rc) break;
     i++;
   }
   cJSON_Delete(root);
@@ -170,12 +157,9 @@ static int load(const char *path, report *r) {
 }
 
 static const char *color(const char *cat) {
-  if (!strcmp(cat, "compute"))
-    return "#4c78a8";
-  if (!strcmp(cat, "transfer"))
-    return "#f58518";
-  if (!strcmp(cat, "failed"))
-    return "#e45756";
+  if (!strcmp(cat, "compute")) return "#4c78a8";
+  if (!strcmp(cat, "transfer")) return "#f58518";
+  if (!strcmp(cat, "failed")) return "#e45756";
   return "none";
 }
 
@@ -183,7 +167,9 @@ static const char *color(const char *cat) {
 #define LEFT 190.0
 #define ROW 26.0
 
-static double xpos(const report *r, double t) { return LEFT + (W - LEFT - 10) * t / r->t_end; }
+static double xpos(const report *r, double t) {
+  return LEFT + (W - LEFT - 10) * t / r->t_end;
+}
 
 static void axis(FILE *f, const report *r, double y) {
   for (int k = 0; k <= 5; k++) {
@@ -197,9 +183,10 @@ static void axis(FILE *f, const report *r, double y) {
 
 static void gantt(FILE *f, const report *r) {
   double h = r->n_tracks * ROW;
-  fprintf(f, "<h2>Blocks per PU over time</h2><p>Blue: compute, orange: transfer, red: failed "
-             "block (returned to the pool). Hover a block for its range and times.</p>\n"
-             "<svg width='%.0f' height='%.0f' xmlns='http://www.w3.org/2000/svg'>",
+  fprintf(f,
+          "<h2>Blocks per PU over time</h2><p>Blue: compute, orange: transfer, red: failed "
+          "block (returned to the pool). Hover a block for its range and times.</p>\n"
+          "<svg width='%.0f' height='%.0f' xmlns='http://www.w3.org/2000/svg'>",
           W, h + 20);
   axis(f, r, h);
   for (int t = 0; t < r->n_tracks; t++) {
@@ -207,35 +194,37 @@ static void gantt(FILE *f, const report *r) {
     html_escape(f, r->track[t][0] ? r->track[t] : "pu");
     fprintf(f, "</text>");
   }
-  for (size_t k = 0; k < r->n; k++) {
-    const slice *s = &r->s[k];
-    int outline = !strcmp(s->cat, "block");
-    double x = xpos(r, s->ts), w = fmax(0.5, xpos(r, s->ts + s->dur) - x);
-    fprintf(f, "<rect x='%.2f' y='%.1f' width='%.2f' height='%.1f' fill='%s'%s>", x,
-            s->tid * ROW + 3, w, ROW - 6, color(s->cat),
-            outline ? " stroke='#222' stroke-width='0.6'" : "");
-    fprintf(f, "<title>%s: %.0f items, %.6f s at %.6f s</title></rect>", s->cat, s->count,
-            s->dur, s->ts);
-  }
+  /* Parts first, then the block outlines on top of them. */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t k = 0; k < r->n; k++) {
+      const slice *s = &r->s[k];
+      int outline = !strcmp(s->cat, "block");
+      if (outline != pass) continue;
+      double x = xpos(r, s->ts), w = fmax(0.5, xpos(r, s->ts + s->dur) - x);
+      fprintf(f, "<rect x='%.2f' y='%.1f' width='%.2f' height='%.1f' fill='%s'%s>", x,
+              s->tid * ROW + 3, w, ROW - 6, color(s->cat),
+              outline ? " stroke='#222' stroke-width='0.6'" : "");
+      fprintf(f, "<title>%s: %.0f items, %.6f s at %.6f s</title></rect>", s->cat, s->count, s->dur,
+              s->ts);
+    }
   fprintf(f, "</svg>\n");
 }
 
 static void sizes(FILE *f, const report *r) {
   double max = 1;
   for (size_t k = 0; k < r->n; k++)
-    if (!strcmp(r->s[k].cat, "block") && r->s[k].count > max)
-      max = r->s[k].count;
+    if (!strcmp(r->s[k].cat, "block") && r->s[k].count > max) max = r->s[k].count;
   double h = 220;
   static const char *pal[] = {"#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"};
-  fprintf(f, "<h2>Block size per PU over time</h2><p>Each point is a block, at its start; "
-             "height is its item count (max %.0f).</p>\n"
-             "<svg width='%.0f' height='%.0f' xmlns='http://www.w3.org/2000/svg'>",
+  fprintf(f,
+          "<h2>Block size per PU over time</h2><p>Each point is a block, at its start; "
+          "height is its item count (max %.0f).</p>\n"
+          "<svg width='%.0f' height='%.0f' xmlns='http://www.w3.org/2000/svg'>",
           max, W, h + 20 + 16.0 * r->n_tracks);
   axis(f, r, h);
   for (size_t k = 0; k < r->n; k++) {
     const slice *s = &r->s[k];
-    if (strcmp(s->cat, "block"))
-      continue;
+    if (strcmp(s->cat, "block")) continue;
     fprintf(f, "<circle cx='%.2f' cy='%.2f' r='3' fill='%s'><title>%.0f items</title></circle>",
             xpos(r, s->ts), h - (h - 10) * s->count / max, pal[s->tid % 6], s->count);
   }
@@ -254,16 +243,18 @@ static void idle(FILE *f, const report *r) {
   for (size_t k = 0; k < r->n; k++)
     if (!strcmp(r->s[k].cat, "block") || !strcmp(r->s[k].cat, "failed"))
       busy[r->s[k].tid] += r->s[k].dur;
-  fprintf(f, "<h2>Idle time per PU</h2><p>Share of the makespan (%.6f s) each PU spent "
-             "without a block.</p>\n<svg width='%.0f' height='%.0f' "
-             "xmlns='http://www.w3.org/2000/svg'>",
+  fprintf(f,
+          "<h2>Idle time per PU</h2><p>Share of the makespan (%.6f s) each PU spent "
+          "without a block.</p>\n<svg width='%.0f' height='%.0f' "
+          "xmlns='http://www.w3.org/2000/svg'>",
           r->t_end, W, r->n_tracks * ROW + 10);
   for (int t = 0; t < r->n_tracks; t++) {
     double idle_pct = 100 * fmax(0, 1 - busy[t] / r->t_end);
     fprintf(f, "<text x='4' y='%.1f' font-size='12'>", t * ROW + 17);
     html_escape(f, r->track[t][0] ? r->track[t] : "pu");
-    fprintf(f, "</text><rect x='%.0f' y='%.1f' width='%.2f' height='%.1f' fill='#bab0ac'/>"
-               "<text x='%.2f' y='%.1f' font-size='12'>%.1f %% idle (%.6f s)</text>",
+    fprintf(f,
+            "</text><rect x='%.0f' y='%.1f' width='%.2f' height='%.1f' fill='#bab0ac'/>"
+            "<text x='%.2f' y='%.1f' font-size='12'>%.1f %% idle (%.6f s)</text>",
             LEFT, t * ROW + 4, (W - LEFT - 200) * idle_pct / 100, ROW - 8,
             LEFT + (W - LEFT - 200) * idle_pct / 100 + 6, t * ROW + 17, idle_pct,
             r->t_end - busy[t] > 0 ? r->t_end - busy[t] : 0);
@@ -273,8 +264,7 @@ static void idle(FILE *f, const report *r) {
 
 static int write_html(const report *r, const char *src, const char *path) {
   FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-  if (!f)
-    return fail(HLB_EIO, "%s: cannot open for writing", path);
+  if (!f) return fail(HLB_EIO, "%s: cannot open for writing", path);
   fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>hlb report</title>"
              "<style>body{font-family:sans-serif;margin:20px}svg{background:#fafafa}"
              "</style></head><body>\n<h1>hlb report</h1><p>");
@@ -287,8 +277,7 @@ static int write_html(const report *r, const char *src, const char *path) {
   idle(f, r);
   fprintf(f, "</body></html>\n");
   int bad = ferror(f);
-  if (f != stdout && fclose(f) != 0)
-    bad = 1;
+  if (f != stdout && fclose(f) != 0) bad = 1;
   return bad ? fail(HLB_EIO, "%s: write failed", path) : 0;
 }
 
@@ -304,8 +293,7 @@ int hlb_cmd_report(int argc, char **argv) {
       return HLB_EXIT_OK;
     }
     if ((m = hlb_cli_option("report", argc, argv, &i, "-o", &v))) {
-      if (m < 0)
-        return HLB_EXIT_USAGE;
+      if (m < 0) return HLB_EXIT_USAGE;
       out = v;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return hlb_cli_usage_error("report", "unknown option '%s'", argv[i]);
@@ -317,19 +305,14 @@ int hlb_cmd_report(int argc, char **argv) {
   }
   if (!in)
     return hlb_cli_usage_error("report", "no trace file given (hlb report TRACE.json -o OUT.html)");
-  if (!out)
-    return hlb_cli_usage_error("report", "no output given (-o OUT.html)");
+  if (!out) return hlb_cli_usage_error("report", "no output given (-o OUT.html)");
   report *r = calloc(1, sizeof *r);
-  if (!r)
-    return hlb_cli_usage_error("report", "out of memory");
+  if (!r) return hlb_cli_usage_error("report", "out of memory");
   int rc = load(in, r);
-  if (rc == 0 && !(r->t_end > 0))
-    rc = fail(HLB_EPARSE, "%s: the trace spans no time", in);
-  if (rc == 0)
-    rc = write_html(r, in, out);
+  if (rc == 0 && !(r->t_end > 0)) rc = fail(HLB_EPARSE, "%s: the trace spans no time", in);
+  if (rc == 0) rc = write_html(r, in, out);
   free(r->s);
   free(r);
-  if (rc == HLB_ENOMEM)
-    return HLB_EXIT_FAIL;
+  if (rc == HLB_ENOMEM) return HLB_EXIT_FAIL;
   return rc ? HLB_EXIT_USAGE : HLB_EXIT_OK;
 }

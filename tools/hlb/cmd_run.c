@@ -15,7 +15,8 @@
 #include "hlb/error.h"
 #include "hlb/exec.h"
 
-const char hlb_cmd_run_help[] = "run an app (matmul, blackscholes, kmeans, mandelbrot) on local PUs";
+const char hlb_cmd_run_help[] =
+    "run an app (matmul, blackscholes, kmeans, mandelbrot) on local PUs";
 
 static const char usage_text[] =
     "usage: hlb run APP [--size N] [--policy P] [--pus cpu,opencl:0,cuda:0|all]\n"
@@ -73,11 +74,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
                (m = hlb_cli_option("run", argc, argv, &i, "--pus", &a->pus)) ||
                (m = hlb_cli_option("run", argc, argv, &i, "--trace", &a->trace)) ||
                (m = hlb_cli_option("run", argc, argv, &i, "--inject", &a->inject))) {
-      if (m < 0)
-        return HLB_EXIT_USAGE;
+      if (m < 0) return HLB_EXIT_USAGE;
     } else if ((m = hlb_cli_option("run", argc, argv, &i, "--throttle", &v))) {
-      if (m < 0)
-        return HLB_EXIT_USAGE;
+      if (m < 0) return HLB_EXIT_USAGE;
       if (a->n_throttle == HLB_EXEC_MAX_PUS)
         return hlb_cli_usage_error("run", "--throttle: at most %d", HLB_EXEC_MAX_PUS);
       a->throttle[a->n_throttle++] = v;
@@ -99,16 +98,14 @@ static int parse_args(int argc, char **argv, run_args *a) {
 
 static int find_pu(const hlb_exec_pu *pus, unsigned n, const char *name, size_t len) {
   for (unsigned i = 0; i < n; i++)
-    if (strlen(pus[i].name) == len && !strncmp(pus[i].name, name, len))
-      return (int)i;
+    if (strlen(pus[i].name) == len && !strncmp(pus[i].name, name, len)) return (int)i;
   return -1;
 }
 
 static int apply_throttles(const run_args *a, hlb_exec_pu *pus, unsigned n) {
   for (unsigned k = 0; k < a->n_throttle; k++) {
     const char *t = a->throttle[k], *eq = strchr(t, '=');
-    if (!eq)
-      return hlb_cli_usage_error("run", "--throttle '%s': expected PU=FACTOR", t);
+    if (!eq) return hlb_cli_usage_error("run", "--throttle '%s': expected PU=FACTOR", t);
     int i = find_pu(pus, n, t, (size_t)(eq - t));
     if (i < 0)
       return hlb_cli_usage_error("run", "--throttle '%s': no PU named '%.*s' in this run", t,
@@ -121,8 +118,7 @@ static int apply_throttles(const run_args *a, hlb_exec_pu *pus, unsigned n) {
 
 static int apply_inject(const run_args *a, const hlb_exec_pu *pus, unsigned n,
                         hlb_exec_options *o) {
-  if (!a->inject)
-    return 0;
+  if (!a->inject) return 0;
   const char *c1 = strchr(a->inject, ':');
   /* The PU name may itself contain ':' (opencl:0): the number is after the last ones. */
   const char *last = strrchr(a->inject, ':');
@@ -134,25 +130,25 @@ static int apply_inject(const run_args *a, const hlb_exec_pu *pus, unsigned n,
     const char *prev = last;
     while (prev > a->inject && prev[-1] != ':')
       prev--;
-    if (prev > a->inject + 1 && (i = find_pu(pus, n, a->inject, (size_t)(prev - 1 - a->inject))) >= 0) {
+    if (prev > a->inject + 1 &&
+        (i = find_pu(pus, n, a->inject, (size_t)(prev - 1 - a->inject))) >= 0) {
       from = (unsigned)strtoul(prev, &end, 10);
       if (*end != ':' || !last[1])
         i = -1;
       else
         count = (unsigned)strtoul(last + 1, &end, 10);
-      if (*end)
-        i = -1;
+      if (*end) i = -1;
     }
     if (i < 0 && (i = find_pu(pus, n, a->inject, (size_t)(last - a->inject))) >= 0) {
       from = (unsigned)strtoul(last + 1, &end, 10);
       count = 1;
-      if (*end || !last[1])
-        i = -1;
+      if (*end || !last[1]) i = -1;
     }
   }
   if (i < 0 || from == 0)
-    return hlb_cli_usage_error("run", "--inject '%s': expected PU:N[:COUNT] with a PU of this "
-                                      "run and N >= 1",
+    return hlb_cli_usage_error("run",
+                               "--inject '%s': expected PU:N[:COUNT] with a PU of this "
+                               "run and N >= 1",
                                a->inject);
   o->inject_pu = i;
   o->inject_from = from;
@@ -181,11 +177,9 @@ static double imbalance_pct(const hlb_exec_stats *s) {
   double t[HLB_EXEC_MAX_PUS];
   unsigned n = 0;
   for (unsigned i = 0; i < s->n_pus; i++)
-    if (!s->per_pu[i].retired)
-      t[n++] = s->per_pu[i].busy_s;
+    if (!s->per_pu[i].retired) t[n++] = s->per_pu[i].busy_s;
   hlb_imbalance im;
-  if (n == 0 || hlb_imbalance_compute(t, n, &im) != 0)
-    return NAN;
+  if (n == 0 || hlb_imbalance_compute(t, n, &im) != 0) return NAN;
   return im.percent;
 }
 
@@ -201,11 +195,9 @@ static void run_once(hlb_app *app, hlb_executor *ex, const hlb_exec_options *o, 
   if (out->rc == 0) {
     int v = hlb_app_verify(app);
     out->verified = v == 0;
-    if (v)
-      out->rc = v;
+    if (v) out->rc = v;
   }
-  if (out->rc)
-    snprintf(out->error, sizeof out->error, "%s", hlb_last_error());
+  if (out->rc) snprintf(out->error, sizeof out->error, "%s", hlb_last_error());
 }
 
 static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
@@ -218,14 +210,14 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
       printf("NOTE: %s is throttled x%g - EMULATED heterogeneity (each block is stretched by "
              "sleeping), not a real device speed\n",
              s->pu[i].name, s->pu[i].throttle);
-  printf("%-10s %-7s %-34s %10s %7s %6s %6s %6s  %s\n", "PU", "kind", "device", "items", "blocks",
+  printf("%-10s %-7s %-42s %10s %7s %6s %6s %6s  %s\n", "PU", "kind", "device", "items", "blocks",
          "busy%", "idle%", "failed", "fitted model F(x) [s]");
   for (unsigned i = 0; i < s->n_pus; i++) {
     const hlb_exec_pu_stats *p = &s->per_pu[i];
     char model[256];
     format_model(model, sizeof model, p);
     double busy = hlb_exec_busy_pct(s, i);
-    printf("%-10s %-7s %-34.34s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", s->pu[i].name,
+    printf("%-10s %-7s %-42.42s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", s->pu[i].name,
            hlb_backend_name(s->pu[i].backend), s->pu[i].device_name, p->items, p->blocks, busy,
            100 - busy, p->failed_blocks, p->retired ? " (retired)" : "", model);
   }
@@ -245,8 +237,7 @@ static void print_json(const run_args *a, const outcome *r, const outcome *greed
   cJSON_AddStringToObject(o, "app", a->app);
   cJSON_AddStringToObject(o, "policy", s->policy);
   cJSON_AddBoolToObject(o, "verified", r->verified);
-  if (r->rc)
-    cJSON_AddStringToObject(o, "error", r->error);
+  if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
   cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
   double im = imbalance_pct(s);
   if (isfinite(im))
@@ -284,12 +275,9 @@ static int open_executor(const run_args *a, hlb_executor **ex) {
   hlb_exec_pu pus[HLB_EXEC_MAX_PUS];
   unsigned n = 0;
   int rc = hlb_exec_parse_pus(a->pus, pus, HLB_EXEC_MAX_PUS, &n);
-  if (rc)
-    return hlb_cli_lib_error("run", rc);
-  if ((rc = apply_throttles(a, pus, n)))
-    return rc;
-  if ((rc = hlb_executor_create(pus, n, ex)))
-    return hlb_cli_lib_error("run", rc);
+  if (rc) return hlb_cli_lib_error("run", rc);
+  if ((rc = apply_throttles(a, pus, n))) return rc;
+  if ((rc = hlb_executor_create(pus, n, ex))) return hlb_cli_lib_error("run", rc);
   return 0;
 }
 
@@ -298,11 +286,9 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   hlb_exec_options_default(&o);
   o.policy = a->policy;
   int rc = apply_inject(a, hlb_executor_pu(ex, 0), hlb_executor_pu_count(ex), &o);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   outcome *r = calloc(3, sizeof *r);
-  if (!r)
-    return hlb_cli_usage_error("run", "out of memory");
+  if (!r) return hlb_cli_usage_error("run", "out of memory");
   run_once(app, ex, &o, &r[0]);
   if (r[0].rc && r[0].rc != HLB_EVERIFY && !r[0].st.n_pus) {
     fprintf(stderr, "hlb run: %s\n", r[0].error);
@@ -325,8 +311,7 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   else
     print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL);
   int ok = r[0].verified && rc == 0;
-  if (!r[0].verified)
-    fprintf(stderr, "hlb run: %s: %s\n", a->app, r[0].error);
+  if (!r[0].verified) fprintf(stderr, "hlb run: %s: %s\n", a->app, r[0].error);
   for (int k = 0; k < 3; k++)
     hlb_exec_stats_clear(&r[k].st);
   free(r);
@@ -336,14 +321,11 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
 int hlb_cmd_run(int argc, char **argv) {
   run_args a;
   int rc = parse_args(argc, argv, &a);
-  if (rc)
-    return rc < 0 ? HLB_EXIT_OK : rc;
+  if (rc) return rc < 0 ? HLB_EXIT_OK : rc;
   hlb_app *app = NULL;
-  if ((rc = hlb_app_create(a.app, a.size, a.seed, &app)))
-    return hlb_cli_lib_error("run", rc);
+  if ((rc = hlb_app_create(a.app, a.size, a.seed, &app))) return hlb_cli_lib_error("run", rc);
   hlb_executor *ex = NULL;
-  if ((rc = open_executor(&a, &ex)) == 0)
-    rc = run_all(&a, app, ex);
+  if ((rc = open_executor(&a, &ex)) == 0) rc = run_all(&a, app, ex);
   hlb_executor_destroy(ex);
   hlb_app_destroy(app);
   return rc;

@@ -24,7 +24,7 @@ static const char usage_text[] =
     "               [--no-noise] [--no-events]\n"
     "\n"
     "Simulates each policy on the cluster (docs/cluster-format.md) and prints one row per\n"
-    "policy: makespan, ratio to the lower bound, idle %% per PU kind, blocks (completed and\n"
+    "policy: makespan, ratio to the lower bound, idle % per PU kind, blocks (completed and\n"
     "lost). With --reps R: mean and [min, max] over seeds S..S+R-1. --trace FILE writes the\n"
     "blocks of the first seed as Chrome trace JSON (Perfetto). --timing adds the policies'\n"
     "solver wall time, which makes the output vary between runs. Docs: docs/simulator.md\n";
@@ -183,6 +183,12 @@ static int simulate(const args *a, const hlb_cluster *c, const char *policy, row
   return 0;
 }
 
+/* Width of a kind's idle column: its header "idle%_<kind>", at least 10. */
+static int idle_width(const char *kind) {
+  int w = 6 + (int)strlen(kind);
+  return w < 10 ? 10 : w;
+}
+
 static void print_text(const args *a, const hlb_cluster *c, const row *rows, unsigned n) {
   const hlb_sim_result *f = rows[0].first;
   double R = (double)a->reps;
@@ -194,7 +200,7 @@ static void print_text(const args *a, const hlb_cluster *c, const row *rows, uns
   char h[96];
   for (unsigned k = 0; k < f->n_kinds; k++) {
     snprintf(h, sizeof h, "idle%%_%s", f->kind_names[k]);
-    printf(" %10s", h);
+    printf(" %*s", idle_width(f->kind_names[k]), h);
   }
   printf(" %10s %8s %5s", "blocks", "lost", "once");
   if (a->timing) printf(" %10s", "solver_s");
@@ -211,7 +217,7 @@ static void print_text(const args *a, const hlb_cluster *c, const row *rows, uns
     }
     printf("%-14s %-30s %-24s", w->name, mk, ra);
     for (unsigned k = 0; k < w->first->n_kinds; k++)
-      printf(" %10.2f", w->idle_sum[k] / R);
+      printf(" %*.2f", idle_width(w->first->kind_names[k]), w->idle_sum[k] / R);
     printf(" %10.6g %8.6g %5s", w->blocks_sum / R, w->lost_sum / R, w->all_exact ? "yes" : "NO");
     if (a->timing) printf(" %10.4g", w->solver_sum / R);
     putchar('\n');

@@ -17,10 +17,8 @@ unsigned hlb__cpu_cores(void) {
     if (hwloc_topology_load(topo) == 0) {
       int c = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
       /* Count hardware threads when the machine reports no cores (some VMs). */
-      if (c <= 0)
-        c = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-      if (c > 0)
-        n = (unsigned)c;
+      if (c <= 0) c = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+      if (c > 0) n = (unsigned)c;
     }
     hwloc_topology_destroy(topo);
   }
@@ -36,28 +34,30 @@ typedef struct cpu_dev {
   const void *shared[HLB_EXEC_MAX_SHARED];
 } cpu_dev;
 
-static unsigned cpu_devices(void) { return 1; }
+static unsigned cpu_devices(void) {
+  return 1;
+}
 
 static int cpu_open(hlb_exec_pu *pu, void **dev) {
   if (pu->device != 0)
     return hlb__error(HLB_ENOTFOUND, "pu '%s': the cpu backend has one device (0), got %u",
                       pu->name, pu->device);
   unsigned total = hlb__cpu_cores();
-  if (pu->cores == 0)
-    pu->cores = total;
+  if (pu->cores == 0) pu->cores = total;
   if (pu->cores > total)
     return hlb__error(HLB_EINVAL, "pu '%s': %u cores asked, this machine has %u", pu->name,
                       pu->cores, total);
   cpu_dev *d = calloc(1, sizeof *d);
-  if (!d)
-    return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
+  if (!d) return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
   d->cores = pu->cores;
   snprintf(pu->device_name, sizeof pu->device_name, "%u of %u cores", pu->cores, total);
   *dev = d;
   return 0;
 }
 
-static void cpu_close(void *dev) { free(dev); }
+static void cpu_close(void *dev) {
+  free(dev);
+}
 
 static int cpu_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED]) {
   (void)dev;
@@ -67,13 +67,14 @@ static int cpu_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_
   return 0;
 }
 
-static void cpu_unprepare(void *dev) { (void)dev; }
+static void cpu_unprepare(void *dev) {
+  (void)dev;
+}
 
 static int cpu_alloc(void *dev, size_t bytes, void **buf) {
   (void)dev;
   *buf = NULL;
-  if (bytes == 0)
-    return 0;
+  if (bytes == 0) return 0;
   *buf = malloc(bytes);
   return *buf ? 0 : hlb__error(HLB_ENOMEM, "cpu: cannot allocate %zu bytes", bytes);
 }
@@ -100,7 +101,9 @@ static int cpu_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
   return cl->cpu(call);
 }
 
-static int cpu_has_kernel(const hlb_codelet *cl) { return cl->cpu != NULL; }
+static int cpu_has_kernel(const hlb_codelet *cl) {
+  return cl->cpu != NULL;
+}
 
 const hlb__backend_ops hlb__backend_cpu = {
     .kind = HLB_BACKEND_CPU,

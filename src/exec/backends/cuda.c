@@ -25,8 +25,7 @@ static int fail(const cuda_dev *d, const char *what, cudaError_t e) {
 
 static unsigned cu_devices(void) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess)
-    return 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
   return n > 0 ? (unsigned)n : 0u;
 }
 
@@ -36,13 +35,11 @@ static int cu_open(hlb_exec_pu *pu, void **out) {
     return hlb__error(HLB_ENOTFOUND, "pu '%s': no CUDA device %u (this machine has %u)", pu->name,
                       pu->device, n);
   cuda_dev *d = calloc(1, sizeof *d);
-  if (!d)
-    return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
+  if (!d) return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
   d->id = (int)pu->device;
   snprintf(d->name, sizeof d->name, "%s", pu->name);
   cudaError_t e = cudaSetDevice(d->id);
-  if (e == cudaSuccess)
-    e = cudaStreamCreate(&d->stream);
+  if (e == cudaSuccess) e = cudaStreamCreate(&d->stream);
   if (e != cudaSuccess) {
     int rc = fail(d, "cannot open the device", e);
     free(d);
@@ -77,8 +74,7 @@ static int cu_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_E
   cudaSetDevice(d->id);
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++) {
     shared[i] = NULL;
-    if (i >= cl->n_shared || cl->shared[i].bytes == 0)
-      continue;
+    if (i >= cl->n_shared || cl->shared[i].bytes == 0) continue;
     cudaError_t e = cudaMalloc(&d->shared[i], cl->shared[i].bytes);
     if (e == cudaSuccess)
       e = cudaMemcpy(d->shared[i], cl->shared[i].host, cl->shared[i].bytes, cudaMemcpyHostToDevice);
@@ -94,8 +90,7 @@ static int cu_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_E
 static int cu_alloc(void *dev, size_t bytes, void **buf) {
   cuda_dev *d = (cuda_dev *)dev;
   *buf = NULL;
-  if (bytes == 0)
-    return 0;
+  if (bytes == 0) return 0;
   cudaSetDevice(d->id);
   cudaError_t e = cudaMalloc(buf, bytes);
   return e == cudaSuccess ? 0 : fail(d, "cudaMalloc", e);
@@ -109,21 +104,17 @@ static void cu_release(void *dev, void *buf) {
 
 static int cu_to_device(void *dev, void *dst, const void *src, size_t bytes) {
   cuda_dev *d = (cuda_dev *)dev;
-  if (bytes == 0)
-    return 0;
+  if (bytes == 0) return 0;
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream);
-  if (e == cudaSuccess)
-    e = cudaStreamSynchronize(d->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
   return e == cudaSuccess ? 0 : fail(d, "copy to the device", e);
 }
 
 static int cu_to_host(void *dev, void *dst, const void *src, size_t bytes) {
   cuda_dev *d = (cuda_dev *)dev;
-  if (bytes == 0)
-    return 0;
+  if (bytes == 0) return 0;
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream);
-  if (e == cudaSuccess)
-    e = cudaStreamSynchronize(d->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
   return e == cudaSuccess ? 0 : fail(d, "copy to the host", e);
 }
 
@@ -133,15 +124,15 @@ static int cu_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
   call->queue = d->stream;
   call->device = (unsigned)d->id;
   int rc = cl->cuda(call);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   cudaError_t e = cudaStreamSynchronize(d->stream);
-  if (e == cudaSuccess)
-    e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaGetLastError();
   return e == cudaSuccess ? 0 : fail(d, "kernel", e);
 }
 
-static int cu_has_kernel(const hlb_codelet *cl) { return cl->cuda != NULL; }
+static int cu_has_kernel(const hlb_codelet *cl) {
+  return cl->cuda != NULL;
+}
 
 const hlb__backend_ops hlb__backend_cuda = {
     .kind = HLB_BACKEND_CUDA,

@@ -18,13 +18,11 @@
 static unsigned cl_list(cl_device_id *out, unsigned cap) {
   cl_platform_id plats[8];
   cl_uint np = 0;
-  if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS)
-    return 0;
+  if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS) return 0;
   unsigned n = 0;
   for (cl_uint p = 0; p < np && n < cap; p++) {
     cl_uint nd = 0;
-    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, cap - n, out + n, &nd) == CL_SUCCESS)
-      n += nd;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, cap - n, out + n, &nd) == CL_SUCCESS) n += nd;
   }
   return n;
 }
@@ -36,12 +34,16 @@ static unsigned cl_devices(void) {
 
 typedef struct cl_dev {
   cl_device_id id;
+  cl_device_id sub; /* the sub-device made by fission(), released at close; or NULL */
   cl_context ctx;
   cl_command_queue q;
   cl_program prog;
   cl_kernel kern;
   cl_mem shared[HLB_EXEC_MAX_SHARED];
-  size_t local; /* work-group size used for every launch */
+  size_t local;          /* work-group size used for every launch */
+  const char *built_src; /* the source and kernel of prog/kern, to reuse them */
+  int warm;              /* kern has run its warm-up launch */
+  char built_kernel[64];
   char name[32];
 } cl_dev;
 
@@ -50,74 +52,120 @@ typedef struct cl_dev {
  * block's size would put a compilation into the timed blocks. */
 #define HLB_OPENCL_LOCAL 64
 
+/* Paper 003, sec. 4.3 ("device fission"): a CPU-type OpenCL device (PoCL) runs on the same
+ * cores as the cpu PU. With pu->cores > 0 it is narrowed to a sub-device of that many
+ * compute units, so the two PUs do not fight over cores; pu->cores ends as the compute
+ * units used (0 for a non-CPU device). If the platform cannot partition, the whole device
+ * is used. */
+static cl_device_id fission(cl_device_id id, hlb_exec_pu *pu, cl_device_id *sub) {
+  cl_device_type type = 0;
+  cl_uint cus = 0;
+  clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+  if (!(type & CL_DEVICE_TYPE_CPU)) {
+    pu->cores = 0;
+    return id;
+  }
+  if (pu->cores == 0 || pu->cores >= cus) {
+    pu->cores = cus;
+    return id;
+  }
+  cl_device_partition_property props[] = {CL_DEVICE_PARTITION_BY_COUNTS,
+                                          (cl_device_partition_property)pu->cores,
+                                          CL_DEVICE_PARTITION_BY_COUNTS_LIST_END, 0};
+  cl_uint got = 0;
+  if (clCreateSubDevices(id, props, 1, sub, &got) == CL_SUCCESS && got == 1) return *sub;
+  *sub = NULL;
+  pu->cores = cus;
+  return id;
+}
+
 static int cl_open(hlb_exec_pu *pu, void **out) {
   cl_device_id ids[CL_MAX_DEVICES];
   unsigned n = cl_list(ids, CL_MAX_DEVICES);
   if (pu->device >= n)
-    return hlb__error(HLB_ENOTFOUND, "pu '%s': no OpenCL device %u (this machine has %u)",
-                      pu->name, pu->device, n);
+    return hlb__error(HLB_ENOTFOUND, "pu '%s': no OpenCL device %u (this machine has %u)", pu->name,
+                      pu->device, n);
   cl_dev *d = calloc(1, sizeof *d);
-  if (!d)
-    return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
-  d->id = ids[pu->device];
+  if (!d) return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
+  d->id = fission(ids[pu->device], pu, &d->sub);
   snprintf(d->name, sizeof d->name, "%s", pu->name);
   cl_int err;
   d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);
-  if (err == CL_SUCCESS)
-    d->q = clCreateCommandQueue(d->ctx, d->id, 0, &err);
+  if (err == CL_SUCCESS) d->q = clCreateCommandQueue(d->ctx, d->id, 0, &err);
   if (err != CL_SUCCESS) {
-    if (d->ctx)
-      clReleaseContext(d->ctx);
+    if (d->ctx) clReleaseContext(d->ctx);
+    if (d->sub) clReleaseDevice(d->sub);
     free(d);
     return hlb__error(HLB_EDEVICE, "pu '%s': cannot open OpenCL device %u (error %d)", pu->name,
                       pu->device, (int)err);
   }
-  clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof pu->device_name - 1, pu->device_name, NULL);
+  char name[80] = "";
+  clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+  if (pu->cores)
+    snprintf(pu->device_name, sizeof pu->device_name, "%s, %u CUs%s", name, pu->cores,
+             d->sub ? " (fission)" : "");
+  else
+    snprintf(pu->device_name, sizeof pu->device_name, "%s", name);
   *out = d;
   return 0;
 }
 
+static void drop_program(cl_dev *d) {
+  if (d->kern) clReleaseKernel(d->kern);
+  if (d->prog) clReleaseProgram(d->prog);
+  d->kern = NULL;
+  d->prog = NULL;
+  d->built_src = NULL;
+  d->built_kernel[0] = '\0';
+  d->warm = 0;
+}
+
+/* The program stays built between runs (an iterative code runs the same codelet again);
+ * only the shared buffers, whose contents change, are dropped. */
 static void cl_unprepare(void *dev) {
   cl_dev *d = dev;
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++) {
-    if (d->shared[i])
-      clReleaseMemObject(d->shared[i]);
+    if (d->shared[i]) clReleaseMemObject(d->shared[i]);
     d->shared[i] = NULL;
   }
-  if (d->kern)
-    clReleaseKernel(d->kern);
-  if (d->prog)
-    clReleaseProgram(d->prog);
-  d->kern = NULL;
-  d->prog = NULL;
 }
 
 static void cl_close(void *dev) {
   cl_dev *d = dev;
   cl_unprepare(d);
+  drop_program(d);
   clReleaseCommandQueue(d->q);
   clReleaseContext(d->ctx);
+  if (d->sub) clReleaseDevice(d->sub);
   free(d);
 }
 
 static int cl_build(cl_dev *d, const hlb_codelet *cl) {
+  /* The same source text (by address) and kernel as the last run: already built. */
+  if (d->kern && d->built_src == cl->opencl_source && cl->opencl_kernel &&
+      !strcmp(d->built_kernel, cl->opencl_kernel))
+    return 0;
+  drop_program(d);
   cl_int err;
   const char *src = cl->opencl_source;
   d->prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
   if (err != CL_SUCCESS)
-    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': clCreateProgramWithSource: %d",
-                      d->name, cl->name, (int)err);
+    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': clCreateProgramWithSource: %d", d->name,
+                      cl->name, (int)err);
   err = clBuildProgram(d->prog, 1, &d->id, "", NULL, NULL);
   if (err != CL_SUCCESS) {
     char log[2048] = "";
     clGetProgramBuildInfo(d->prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': OpenCL build failed: %.1500s",
-                      d->name, cl->name, log);
+    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': OpenCL build failed: %.1500s", d->name,
+                      cl->name, log);
   }
   d->kern = clCreateKernel(d->prog, cl->opencl_kernel, &err);
   if (err != CL_SUCCESS)
     return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': no kernel '%s' (error %d)", d->name,
                       cl->name, cl->opencl_kernel ? cl->opencl_kernel : "(null)", (int)err);
+  d->built_src = cl->opencl_source;
+  snprintf(d->built_kernel, sizeof d->built_kernel, "%s", cl->opencl_kernel);
   return 0;
 }
 
@@ -136,8 +184,7 @@ static int cl_warm_up(cl_dev *d, const hlb_codelet *cl, const void *shared[HLB_E
   cl_int err = set_args(d, &call) ? CL_INVALID_KERNEL_ARGS : CL_SUCCESS;
   if (err == CL_SUCCESS)
     err = clEnqueueNDRangeKernel(d->q, d->kern, 1, NULL, &global, &d->local, 0, NULL, NULL);
-  if (err == CL_SUCCESS)
-    err = clFinish(d->q);
+  if (err == CL_SUCCESS) err = clFinish(d->q);
   if (err != CL_SUCCESS)
     return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' failed its empty warm-up launch (%d)",
                       d->name, cl->opencl_kernel, (int)err);
@@ -149,8 +196,7 @@ static int cl_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_E
   int rc = cl_build(d, cl);
   for (unsigned i = 0; rc == 0 && i < HLB_EXEC_MAX_SHARED; i++) {
     shared[i] = NULL;
-    if (i >= cl->n_shared || cl->shared[i].bytes == 0)
-      continue;
+    if (i >= cl->n_shared || cl->shared[i].bytes == 0) continue;
     cl_int err;
     d->shared[i] = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                                   cl->shared[i].bytes, (void *)cl->shared[i].host, &err);
@@ -159,39 +205,38 @@ static int cl_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_E
                       cl->shared[i].bytes, (int)err);
     shared[i] = d->shared[i];
   }
-  if (rc == 0)
-    rc = cl_warm_up(d, cl, shared);
+  if (rc == 0 && !d->warm) rc = cl_warm_up(d, cl, shared);
+  d->warm = rc == 0;
   if (rc == 0 && clFinish(d->q) != CL_SUCCESS)
     rc = hlb__error(HLB_EDEVICE, "pu '%s': clFinish failed after setup", d->name);
-  if (rc != 0)
+  if (rc != 0) {
     cl_unprepare(d);
+    drop_program(d);
+  }
   return rc;
 }
 
 static int cl_alloc(void *dev, size_t bytes, void **buf) {
   cl_dev *d = dev;
   *buf = NULL;
-  if (bytes == 0)
-    return 0;
+  if (bytes == 0) return 0;
   cl_int err;
   cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
   if (err != CL_SUCCESS)
-    return hlb__error(HLB_EDEVICE, "pu '%s': cannot allocate %zu bytes (error %d)", d->name,
-                      bytes, (int)err);
+    return hlb__error(HLB_EDEVICE, "pu '%s': cannot allocate %zu bytes (error %d)", d->name, bytes,
+                      (int)err);
   *buf = m;
   return 0;
 }
 
 static void cl_release(void *dev, void *buf) {
   (void)dev;
-  if (buf)
-    clReleaseMemObject((cl_mem)buf);
+  if (buf) clReleaseMemObject((cl_mem)buf);
 }
 
 static int cl_to_device(void *dev, void *dst, const void *src, size_t bytes) {
   cl_dev *d = dev;
-  if (bytes == 0)
-    return 0;
+  if (bytes == 0) return 0;
   cl_int err = clEnqueueWriteBuffer(d->q, (cl_mem)dst, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
   return err == CL_SUCCESS
              ? 0
@@ -201,14 +246,12 @@ static int cl_to_device(void *dev, void *dst, const void *src, size_t bytes) {
 
 static int cl_to_host(void *dev, void *dst, const void *src, size_t bytes) {
   cl_dev *d = dev;
-  if (bytes == 0)
-    return 0;
+  if (bytes == 0) return 0;
   cl_int err =
       clEnqueueReadBuffer(d->q, (cl_mem)(void *)src, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
-  return err == CL_SUCCESS
-             ? 0
-             : hlb__error(HLB_EDEVICE, "pu '%s': read of %zu bytes failed (error %d)", d->name,
-                          bytes, (int)err);
+  return err == CL_SUCCESS ? 0
+                           : hlb__error(HLB_EDEVICE, "pu '%s': read of %zu bytes failed (error %d)",
+                                        d->name, bytes, (int)err);
 }
 
 static int set_args(cl_dev *d, const hlb_exec_call *call) {
@@ -237,8 +280,7 @@ static int cl_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
   size_t global = (call->count * per + d->local - 1) / d->local * d->local;
   call->queue = d->q;
   cl_int err = clEnqueueNDRangeKernel(d->q, d->kern, 1, NULL, &global, &d->local, 0, NULL, NULL);
-  if (err == CL_SUCCESS)
-    err = clFinish(d->q);
+  if (err == CL_SUCCESS) err = clFinish(d->q);
   if (err != CL_SUCCESS)
     return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' on items [%zu, +%zu) failed (error %d)",
                       d->name, cl->opencl_kernel, call->begin, call->count, (int)err);

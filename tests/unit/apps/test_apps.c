@@ -1,5 +1,5 @@
 /* Every app gives the right result under every registered policy on every backend present:
- * cpu alone, opencl alone (PoCL in CI), and both together; cuda when a GPU is present.
+ * cpu alone, opencl alone (PoCL in CI), and both together (cuda: test_apps_cuda.c).
  * The check is the app's own comparison with a serial reference, and a wrong result must
  * be caught (a corrupted output fails verification). */
 #include <setjmp.h>
@@ -18,11 +18,9 @@
 static hlb_executor *open_pus(const char *spec) {
   hlb_exec_pu pus[8];
   unsigned n = 0;
-  if (hlb_exec_parse_pus(spec, pus, 8, &n))
-    return NULL;
+  if (hlb_exec_parse_pus(spec, pus, 8, &n)) return NULL;
   hlb_executor *ex = NULL;
-  if (hlb_executor_create(pus, n, &ex))
-    fail_msg("%s: %s", spec, hlb_last_error());
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s: %s", spec, hlb_last_error());
   return ex;
 }
 
@@ -36,8 +34,7 @@ static void run_app(hlb_executor *ex, const char *spec, const char *app, const c
   hlb_exec_stats s = {0};
   if (hlb_app_run(a, ex, &o, &s))
     fail_msg("%s on %s, policy %s: %s", app, spec, policy, hlb_last_error());
-  if (hlb_app_verify(a))
-    fail_msg("%s on %s, policy %s: %s", app, spec, policy, hlb_last_error());
+  if (hlb_app_verify(a)) fail_msg("%s on %s, policy %s: %s", app, spec, policy, hlb_last_error());
   size_t items = 0;
   for (unsigned i = 0; i < s.n_pus; i++)
     items += s.per_pu[i].items;
@@ -69,16 +66,10 @@ static void test_cpu_and_opencl(void **st) {
   all_apps_all_policies("cpu:1,opencl:0");
 }
 
-static void test_cuda(void **st) {
-  (void)st;
-  all_apps_all_policies("cpu:1,cuda:0");
-}
-
 static void test_opencl_alone(void **st) {
   (void)st;
   hlb_executor *ex = open_pus("opencl:0");
-  if (!ex)
-    skip();
+  if (!ex) skip();
   for (unsigned k = 0; k < hlb_app_count(); k++)
     run_app(ex, "opencl:0", hlb_app_info_at(k)->name, "greedy");
   hlb_executor_destroy(ex);
@@ -113,9 +104,10 @@ static void test_verify_catches_errors(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_verify_catches_errors), cmocka_unit_test(test_cpu),
-      cmocka_unit_test(test_opencl_alone),          cmocka_unit_test(test_cpu_and_opencl),
-      cmocka_unit_test(test_cuda),
+      cmocka_unit_test(test_verify_catches_errors),
+      cmocka_unit_test(test_cpu),
+      cmocka_unit_test(test_opencl_alone),
+      cmocka_unit_test(test_cpu_and_opencl),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

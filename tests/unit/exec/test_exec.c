@@ -36,8 +36,7 @@ static hlb_codelet counting_codelet(counting *w) {
 
 static void assert_once(const counting *w, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (w->count[i] != 1)
-      fail_msg("item %zu processed %u times", i, w->count[i]);
+    if (w->count[i] != 1) fail_msg("item %zu processed %u times", i, w->count[i]);
 }
 
 /* Two one-core cpu PUs (named apart), so the balancer has a choice on any machine. */
@@ -128,8 +127,7 @@ static void test_every_policy_exactly_once(void **st) {
     o.policy = name;
     hlb_exec_stats s = {0};
     int rc = hlb_executor_run(ex, &cl, N_ITEMS, &o, &s);
-    if (rc)
-      fail_msg("policy %s: %s", name, hlb_last_error());
+    if (rc) fail_msg("policy %s: %s", name, hlb_last_error());
     assert_string_equal(s.policy, name);
     assert_once(&w, N_ITEMS);
     check_stats(&s, N_ITEMS);
@@ -243,8 +241,7 @@ static void test_throttle_and_trace(void **st) {
   cJSON *e;
   cJSON_ArrayForEach(e, ev) {
     cJSON *cat = cJSON_GetObjectItem(e, "cat");
-    if (cat && !strcmp(cat->valuestring, "block"))
-      blocks++;
+    if (cat && !strcmp(cat->valuestring, "block")) blocks++;
   }
   assert_int_equal(blocks, s.per_pu[0].blocks + s.per_pu[1].blocks);
   cJSON_Delete(root);

@@ -64,15 +64,13 @@ static void run_on(const char *spec, const char *policy) {
   unsigned n = 0;
   assert_int_equal(hlb_exec_parse_pus(spec, pus, 4, &n), 0);
   hlb_executor *ex = NULL;
-  if (hlb_executor_create(pus, n, &ex))
-    fail_msg("%s: %s", spec, hlb_last_error());
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s: %s", spec, hlb_last_error());
   hlb_codelet cl = codelet();
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = policy;
   hlb_exec_stats s = {0};
-  if (hlb_executor_run(ex, &cl, N, &o, &s))
-    fail_msg("%s %s: %s", spec, policy, hlb_last_error());
+  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s %s: %s", spec, policy, hlb_last_error());
   check();
   size_t items = 0;
   for (unsigned i = 0; i < s.n_pus; i++)
@@ -92,6 +90,26 @@ static void test_opencl_with_cpu(void **st) {
   (void)st;
   run_on("cpu:1,opencl:0", "hlb");
   run_on("cpu:1,opencl:0", "static");
+}
+
+/* Beside a cpu PU, a CPU-type device (PoCL) is narrowed to the cores the cpu PU leaves
+ * (paper 003, device fission). */
+static void test_fission(void **st) {
+  (void)st;
+  hlb_exec_pu pus[2];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus("cpu:1,opencl:0", pus, 2, &n), 0);
+  hlb_executor *ex = NULL;
+  assert_int_equal(hlb_executor_create(pus, n, &ex), 0);
+  const hlb_exec_pu *cl = hlb_executor_pu(ex, 1);
+  if (strstr(cl->device_name, "CUs")) { /* a CPU-type device */
+    assert_true(cl->cores >= 1);
+    if (pus[1].cores >= 1 && strstr(cl->device_name, "fission"))
+      assert_int_equal(cl->cores, pus[1].cores);
+  } else {
+    assert_int_equal(cl->cores, 0);
+  }
+  hlb_executor_destroy(ex);
 }
 
 static void test_bad_kernel(void **st) {
@@ -116,6 +134,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_opencl_alone),
       cmocka_unit_test(test_opencl_with_cpu),
+      cmocka_unit_test(test_fission),
       cmocka_unit_test(test_bad_kernel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

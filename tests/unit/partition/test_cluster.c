@@ -128,7 +128,7 @@ static const bad_case bad_cases[] = {
     {"\"time\": {\"linear\": 1}}]", "\"tme\": {\"linear\": 1}}]",
      "nodes[1].pus[1].tme: unknown member"},
     {"\"name\": \"a\", \"link\": {\"latency_s\": 1e-3, \"bandwidth_Bps\": 1e9}, ",
-     "\"name\": \"a\", ", "nodes[0].link: required member is missing"},
+     "\"name\": \"a\", \"link\": 5, ", "nodes[0].link: must be an object"},
     {"\"pus\": [{", "\"pus\": [], \"x\": [{", "nodes[0].pus: must hold at least one PU"},
     {"\"pus\": [{\"name\": \"a0\"", "\"pus\": [7, {\"name\": \"a0\"",
      "nodes[0].pus[0]: must be an object"},
@@ -202,6 +202,20 @@ static void root_and_file_errors(void **state) {
   hlb_cluster_free(NULL);
 }
 
+/* The manager's own node needs no network: an absent node link, like an absent PU link, is
+ * free (latency 0, infinite bandwidth). */
+static void absent_links_are_free(void **state) {
+  (void)state;
+  hlb_cluster *c = NULL;
+  const char *text = "{\"item\": {\"in_bytes\": 8, \"out_bytes\": 8}, \"nodes\": [{\"name\": \"m\", "
+                     "\"pus\": [{\"name\": \"cpu\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}}]}]}";
+  assert_int_equal(hlb_cluster_parse("t.json", text, &c), 0);
+  assert_true(c->nodes[0].link.latency_s == 0);
+  assert_true(isinf(c->nodes[0].link.bandwidth_Bps));
+  assert_true(isinf(c->pus[0].link.bandwidth_Bps));
+  hlb_cluster_free(c);
+}
+
 /* Table A.2 of Boinski & Czarnul (ping-pong, ms) for apl09 and apl11, and the b_Ni of their
  * Table A.3 computed from it with eq. 4. */
 static void pingpong_reproduces_table_a3(void **state) {
@@ -234,7 +248,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(example_file_loads),           cmocka_unit_test(every_field_is_read),
       cmocka_unit_test(malformed_files_are_refused),  cmocka_unit_test(root_and_file_errors),
-      cmocka_unit_test(pingpong_reproduces_table_a3),
+      cmocka_unit_test(pingpong_reproduces_table_a3), cmocka_unit_test(absent_links_are_free),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

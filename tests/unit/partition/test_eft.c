@@ -218,6 +218,30 @@ static void test_warm_start(void **state) {
   hlb_eft_workspace_destroy(ws);
 }
 
+static void test_workspace_api(void **state) {
+  (void)state;
+  hlb_eft_workspace *ws = (hlb_eft_workspace *)1;
+  assert_int_equal(hlb_eft_workspace_create(0, &ws), HLB_EINVAL);
+  assert_null(ws);
+  assert_int_equal(hlb_eft_workspace_create(2, &ws), 0);
+  hlb_curve c[2];
+  double x[2], m, r[2] = {0.0, 1.0};
+  hlb_curve_from_poly(&c[0], 0.0, 1.0, 0.01, 0.0, 0.0);
+  hlb_curve_from_poly(&c[1], 0.5, 2.0, 0.0, 0.0, 0.0);
+  assert_int_equal(hlb_eft_solve_ws(ws, c, r, 10.0, x, &m), 0);
+  unsigned long cold, again;
+  hlb_eft_workspace_stats(ws, NULL, &cold);
+  /* After a reset the same problem costs exactly what the first cold solve cost. */
+  hlb_eft_workspace_reset(ws);
+  assert_int_equal(hlb_eft_solve_ws(ws, c, r, 10.0, x, &m), 0);
+  hlb_eft_workspace_stats(ws, NULL, &again);
+  assert_true(again == cold);
+  check_optimal(c, r, 2, 10.0, x, m);
+  assert_int_equal(hlb_eft_solve_ws(NULL, c, r, 10.0, x, &m), HLB_EINVAL);
+  hlb_eft_workspace_destroy(ws);
+  hlb_eft_workspace_destroy(NULL);
+}
+
 static void expect_einval(const hlb_curve *c, const double *r, unsigned n, double W,
                           const char *needle) {
   double x[4], m;
@@ -274,6 +298,7 @@ int main(void) {
       cmocka_unit_test(test_flat_curve_jump),
       cmocka_unit_test(test_zero_items_and_single_pu),
       cmocka_unit_test(test_warm_start),
+      cmocka_unit_test(test_workspace_api),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_check_curve),
   };

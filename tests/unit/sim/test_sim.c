@@ -16,6 +16,7 @@
 #include "common/error_internal.h"
 #include "common/rng.h"
 #include "hlb/cluster.h"
+#include "hlb/policy.h"
 #include "hlb/sim.h"
 #include "sim/evq.h"
 
@@ -206,6 +207,62 @@ static void all_pus_failing_is_an_error(void **state) {
   hlb_cluster_free(c);
 }
 
+/* Three PUs of one node share a link that moves a 10-item block in 1 s each way; each computes
+ * a block in 1 s. With greedy chunks of 10: a's input [0,1], compute [1,2], output [2,3];
+ * b's input [1,2], compute [2,3], output [3,4]; c's input [2,3], compute [3,4], output [4,5].
+ * a dies in its input, b in its compute, c in its output; d, on its own node, survives. */
+static const char lost_in_every_phase[] =
+    "{\"item\": {\"in_bytes\": 100, \"out_bytes\": 100},"
+    " \"nodes\": [{\"name\": \"n0\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1000},"
+    "   \"pus\": [{\"name\": \"a\", \"kind\": \"cpu\", \"time\": {\"linear\": 0.1}},"
+    "             {\"name\": \"b\", \"kind\": \"cpu\", \"time\": {\"linear\": 0.1}},"
+    "             {\"name\": \"c\", \"kind\": \"cpu\", \"time\": {\"linear\": 0.1}}]},"
+    "  {\"name\": \"n1\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e15},"
+    "   \"pus\": [{\"name\": \"d\", \"kind\": \"gpu\", \"time\": {\"linear\": 0.1}}]}],"
+    " \"events\": [{\"at_s\": 0.5, \"pu\": \"a\", \"fail\": true},"
+    "            {\"at_s\": 2.5, \"pu\": \"b\", \"fail\": true},"
+    "            {\"at_s\": 4.5, \"pu\": \"c\", \"fail\": true}]}";
+
+static void blocks_lost_in_each_phase(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(lost_in_every_phase);
+  hlb_sim_result *r = run(c, 200, "greedy", "chunk=10", 1, 1);
+  assert_true(r->exactly_once);
+  assert_int_equal(r->blocks_lost, 3);
+  assert_int_equal(r->items_per_pu[0] + r->items_per_pu[1] + r->items_per_pu[2], 0);
+  assert_int_equal(r->items_per_pu[3], 200);
+  int lost_phase[3] = {-1, -1, -1};
+  for (size_t i = 0; i < r->n_slices; i++)
+    if (r->slices[i].lost && r->slices[i].pu < 3)
+      if ((int)r->slices[i].phase > lost_phase[r->slices[i].pu])
+        lost_phase[r->slices[i].pu] = (int)r->slices[i].phase;
+  assert_int_equal(lost_phase[0], HLB_SIM_PHASE_IN);
+  assert_int_equal(lost_phase[1], HLB_SIM_PHASE_COMPUTE);
+  assert_int_equal(lost_phase[2], HLB_SIM_PHASE_OUT);
+  /* d alone: 20 blocks of 1 s, no transfer cost. */
+  assert_near(r->makespan_s, 20.0, 1e-9);
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
+}
+
+/* Every registered policy survives the same failures and processes each item exactly once. */
+static void every_policy_survives_failures(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(lost_in_every_phase);
+  for (unsigned i = 0; i < hlb_policy_count(); i++) {
+    const char *name = hlb_policy_at(i)->name;
+    hlb_sim_options o = {.n_items = 5000, .policy = name, .seed = 3};
+    hlb_sim_result *r = NULL;
+    int rc = hlb_sim_run(c, &o, &r);
+    if (rc) fail_msg("policy %s: %s", name, hlb_last_error());
+    if (!r->exactly_once) fail_msg("policy %s: not exactly once", name);
+    assert_int_equal(
+        r->items_per_pu[0] + r->items_per_pu[1] + r->items_per_pu[2] + r->items_per_pu[3], 5000);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
 /* ---- determinism and noise ------------------------------------------------------------- */
 
 static const char noisy4[] =
@@ -331,6 +388,8 @@ int main(void) {
       cmocka_unit_test(slowdown_of_one_ends_it),
       cmocka_unit_test(failed_block_is_redone_exactly_once),
       cmocka_unit_test(all_pus_failing_is_an_error),
+      cmocka_unit_test(blocks_lost_in_each_phase),
+      cmocka_unit_test(every_policy_survives_failures),
       cmocka_unit_test(same_seed_same_run),
       cmocka_unit_test(noise_has_mean_one),
       cmocka_unit_test(bad_options_are_named),

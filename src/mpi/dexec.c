@@ -1,0 +1,1193 @@
+/* hlb_mpi_run(): the distributed executor (include/hlb/mpi.h, docs/mpi-executor.md).
+ *
+ * Rank 0 holds the balancer and the data. Its calling thread is the service thread: it answers
+ * the other ranks' requests (next block, block done, block failed, bye) and sends each grant
+ * with the block's packed input. Rank 0's own PUs call the balancer directly under x->mu, the
+ * mutex that also guards the service thread's balancer calls. On every other rank the calling
+ * thread is the communication thread: the PU driver threads queue their messages to it and
+ * get their replies in a per-PU mailbox. Only the calling thread ever calls MPI, so
+ * MPI_THREAD_FUNNELED suffices.
+ *
+ * A remote driver keeps one request ahead: it asks for block k+1 before it computes block k,
+ * so the next block's input crosses the network while the PU computes (papers 000/001: the
+ * executor overlaps transfers with computing). Rank 0's own PUs need no transfer and ask
+ * when they are ready, as the threaded executor does. */
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/error_internal.h"
+#include "exec/backend.h"
+#include "hlb/mpi.h"
+
+/* Tags on hlb's duplicate communicator: requests and their output data go to rank 0,
+ * replies and their input data come back. Messages with one tag between two ranks arrive in
+ * order (MPI's non-overtaking rule), so a header is always followed by its own data. */
+enum { TAG_REQ = 0x4c01, TAG_OUT = 0x4c02, TAG_REPLY = 0x4c03, TAG_IN = 0x4c04 };
+enum { MSG_NEXT = 1, MSG_DONE, MSG_FAIL, MSG_BYE };
+enum { REP_GRANT = 1, REP_STOP };
+
+/* Blocks one remote PU can hold at once: the one computing and the one requested ahead. */
+#define DX_MAX_FLYING 2
+/* Sleep of an idle communication loop. Short against a block's time, long enough to leave
+ * the cores to the kernels. */
+#define DX_IDLE_S 50e-6
+#define DX_TEXT 200
+
+typedef struct req_msg {
+  int32_t type, g, retire, pad;
+  uint64_t id, out_bytes; /* out_bytes: the block output that follows a DONE */
+  double compute_s, transfer_s, throttle_s;
+  char text[DX_TEXT]; /* a failure's error text */
+} req_msg;
+
+typedef struct reply_msg {
+  int32_t status, g;
+  hlb_block blk;
+  double pack_s; /* rank 0's packing time, part of the block's transfer */
+  uint64_t bytes;
+} reply_msg;
+
+/* A message waiting for, or in, its MPI_Isend. */
+typedef struct out_msg {
+  struct out_msg *next;
+  union {
+    req_msg req;
+    reply_msg rep;
+  } h;
+  int dest, tag_h, tag_d, is_req, owns_data;
+  void *data;
+  size_t len;
+  MPI_Request rq[2];
+} out_msg;
+
+struct dx;
+
+typedef struct dx_pu {
+  struct dx *x;
+  unsigned l, g;
+  int bpu; /* rank 0: the balancer's index of this PU; -1 when it takes no part */
+  hlb_exec_pu pu;
+  const hlb__backend_ops *ops;
+  void *dev;
+  int opened, prepared, usable;
+  double setup_s;
+  char why[DX_TEXT]; /* why it is not usable */
+  const void *shared[HLB_EXEC_MAX_SHARED];
+  unsigned started, fail_streak;
+  void *dev_in, *dev_out, *host_in, *host_out;
+  size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
+  /* Mailbox of a remote driver; guarded by x->mu. */
+  int has_reply;
+  reply_msg reply;
+  void *reply_data;
+  double reply_mpi_s;
+} dx_pu;
+
+/* Rank 0's view of one global PU on another rank; guarded by x->mu. */
+typedef struct remote_pu {
+  int pending; /* a NEXT waits for an answer (the balancer said WAIT) */
+  int retired;
+  hlb_block flying[DX_MAX_FLYING];
+  unsigned n_flying;
+} remote_pu;
+
+typedef struct dx {
+  MPI_Comm comm;
+  int rank, size;
+  hlb_codelet cl; /* this rank's kernels; rank 0's sizes and (on rank 0) data */
+  size_t n_items;
+  hlb_exec_options opt;
+  unsigned n_local;
+  dx_pu *loc;
+  int *counts, *offsets; /* PUs per rank and the global index of each rank's first */
+  unsigned n_global;
+  void *shared_copy[HLB_EXEC_MAX_SHARED]; /* the broadcast shared buffers (ranks > 0) */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;        /* broadcast after every done/fail/retire and every mailbox delivery */
+  out_msg *q_head, *q_tail; /* drivers' outgoing messages; mu */
+  out_msg *sending;         /* in MPI_Isend; the calling thread only */
+  unsigned drivers_alive;   /* mu */
+  /* Rank 0 only. */
+  hlb_exec_pu gpu[HLB_EXEC_MAX_PUS];
+  int grank[HLB_EXEC_MAX_PUS], gusable[HLB_EXEC_MAX_PUS], gbpu[HLB_EXEC_MAX_PUS];
+  double gsetup[HLB_EXEC_MAX_PUS];
+  unsigned gof_b[HLB_EXEC_MAX_PUS], nb, n_remote;
+  hlb_balancer *b;                        /* mu */
+  remote_pu rem[HLB_EXEC_MAX_PUS];        /* mu */
+  hlb_exec_pu_stats st[HLB_EXEC_MAX_PUS]; /* mu */
+  unsigned byes;                          /* calling thread only */
+  int changed;                            /* a done/fail since the last retry; mu */
+  double t0, last_end;                    /* last_end: mu */
+  int error;                              /* first fatal error of the run; mu */
+  char error_text[512], fail_text[512];   /* mu */
+  double setup_s;
+  size_t bytes_to, bytes_from, remote_blocks; /* calling thread only */
+} dx;
+
+static double rel_now(const dx *x) {
+  return hlb__now() - x->t0;
+}
+
+static void sleep_s(double s) {
+  if (!(s > 0)) return;
+  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0)
+    ;
+}
+
+/* An MPI call failed: a peer is gone or the library is broken. With Open MPI (no ULFM) the
+ * job cannot recover, and returning would leave the other ranks waiting for this one, so
+ * say which rank saw what and take the job down. */
+static void mpi_check(const dx *x, int mrc, const char *what, int peer) {
+  if (mrc == MPI_SUCCESS) return;
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(mrc, s, &len);
+  fprintf(stderr, "hlb_mpi_run: rank %d: %s (peer rank %d) failed: %s; aborting the job\n", x->rank,
+          what, peer, s);
+  fflush(stderr);
+  MPI_Abort(x->comm, 1);
+  abort(); /* MPI_Abort does not return; never go on with a broken communicator */
+}
+
+/* ---- Moving blocks through one PU ---------------------------------------------------- */
+
+static int grow_host(void **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  void *p = realloc(*buf, need);
+  if (!p) return hlb__error(HLB_ENOMEM, "hlb_mpi_run: cannot allocate %zu bytes of staging", need);
+  *buf = p;
+  *cap = need;
+  return 0;
+}
+
+static int grow_dev(dx_pu *d, void **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  d->ops->release(d->dev, *buf);
+  *buf = NULL;
+  *cap = 0;
+  int rc = d->ops->alloc(d->dev, need, buf);
+  if (rc == 0) *cap = need;
+  return rc;
+}
+
+static int injected(const dx_pu *d) {
+  const hlb_exec_options *o = &d->x->opt;
+  if (o->inject_pu != (int)d->g || o->inject_from == 0 || d->started < o->inject_from) return 0;
+  return o->inject_count == 0 || d->started < o->inject_from + o->inject_count;
+}
+
+/* Run block blk: its input is at `in` (host), its output goes to `out` (host). Fills the
+ * sample's compute and transfer (device staging) times and the emulated throttle. */
+static int run_block(dx_pu *d, const hlb_block *blk, const void *in, void *out, hlb_sample *s,
+                     double *throttle_s) {
+  dx *x = d->x;
+  size_t in_b = x->cl.in_bytes_per_item * blk->count;
+  size_t out_b = x->cl.out_bytes_per_item * blk->count;
+  hlb_exec_call call = {.begin = blk->begin, .count = blk->count, .user = x->cl.user};
+  memcpy((void *)call.shared, d->shared, sizeof call.shared);
+  d->started++;
+  double t_a = hlb__now();
+  int rc = 0;
+  if (d->ops->host_memory) {
+    call.in = in_b ? in : NULL;
+    call.out = out_b ? out : NULL;
+  } else if (!(rc = grow_dev(d, &d->dev_in, &d->dev_in_cap, in_b)) &&
+             !(rc = grow_dev(d, &d->dev_out, &d->dev_out_cap, out_b))) {
+    call.in = in_b ? d->dev_in : NULL;
+    call.out = out_b ? d->dev_out : NULL;
+    if (in_b) rc = d->ops->to_device(d->dev, d->dev_in, in, in_b);
+  }
+  double t_b = hlb__now();
+  if (rc == 0 && injected(d))
+    rc = hlb__error(HLB_EDEVICE,
+                    "rank %d pu '%s' (global %u): injected failure of its block %u (items "
+                    "[%zu, +%zu))",
+                    x->rank, d->pu.name, d->g, d->started, blk->begin, blk->count);
+  if (rc == 0) rc = d->ops->run(d->dev, &x->cl, &call);
+  double t_c = hlb__now();
+  if (rc == 0 && out_b && !d->ops->host_memory)
+    rc = d->ops->to_host(d->dev, out, d->dev_out, out_b);
+  double t_d = hlb__now();
+  double compute = t_c - t_b;
+  *throttle_s = 0;
+  if (rc == 0 && d->pu.throttle > 1) {
+    /* Emulated slowdown, as in the threaded executor: sleep, so no core is stolen. */
+    *throttle_s = compute * (d->pu.throttle - 1);
+    sleep_s(*throttle_s);
+    compute *= d->pu.throttle;
+  }
+  s->block = *blk;
+  s->compute_s = compute;
+  s->transfer_s = (t_b - t_a) + (t_d - t_c);
+  return rc;
+}
+
+/* ---- Rank 0: the balancer and its bookkeeping (x->mu held) --------------------------- */
+
+static void set_error_locked(dx *x, int code, const char *text) {
+  if (x->error) return;
+  x->error = code;
+  snprintf(x->error_text, sizeof x->error_text, "%s", text);
+  x->changed = 1;
+  pthread_cond_broadcast(&x->cv);
+}
+
+static void account_done_locked(dx *x, unsigned g, const hlb_sample *s, double throttle_s) {
+  hlb_exec_pu_stats *st = &x->st[g];
+  st->items += s->block.count;
+  st->blocks++;
+  st->compute_s += s->compute_s - throttle_s;
+  st->throttle_s += throttle_s;
+  st->transfer_s += s->transfer_s;
+  st->busy_s += s->compute_s + s->transfer_s;
+  st->finish_s = s->end_s;
+  if (s->end_s > x->last_end) x->last_end = s->end_s;
+}
+
+static void done_locked(dx *x, unsigned g, hlb_sample *s, double throttle_s) {
+  s->end_s = rel_now(x);
+  /* A rejected sample (HLB_ESAMPLE) still counts the block as processed. */
+  int rc = hlb_balancer_done(x->b, (unsigned)x->gbpu[g], s);
+  if (rc && rc != HLB_ESAMPLE) set_error_locked(x, rc, hlb_last_error());
+  account_done_locked(x, g, s, throttle_s);
+  x->changed = 1;
+  pthread_cond_broadcast(&x->cv);
+}
+
+static void fail_locked(dx *x, unsigned g, const hlb_block *blk, const char *text) {
+  x->st[g].failed_blocks++;
+  snprintf(x->fail_text, sizeof x->fail_text, "%s", text);
+  int rc = hlb_balancer_fail(x->b, (unsigned)x->gbpu[g], blk, rel_now(x));
+  if (rc) set_error_locked(x, rc, hlb_last_error());
+  x->changed = 1;
+  pthread_cond_broadcast(&x->cv);
+}
+
+static void retire_locked(dx *x, unsigned g) {
+  int rc = hlb_balancer_retire(x->b, (unsigned)x->gbpu[g]);
+  if (rc) set_error_locked(x, rc, hlb_last_error());
+  x->st[g].retired = 1;
+  x->changed = 1;
+  pthread_cond_broadcast(&x->cv);
+}
+
+/* ---- Rank 0's own PUs ------------------------------------------------------------------ */
+
+/* Ask for the next block; 1 = got one, 0 = stop. Called and returns with mu held. */
+static int local_next_locked(dx_pu *d, hlb_block *blk) {
+  dx *x = d->x;
+  for (;;) {
+    if (x->error) return 0;
+    int rc = hlb_balancer_next(x->b, (unsigned)d->bpu, rel_now(x), blk);
+    if (rc == HLB_GRANT) return 1;
+    if (rc == HLB_DONE) return 0;
+    if (rc != HLB_WAIT) {
+      set_error_locked(x, rc < 0 ? rc : HLB_ESTATE, hlb_last_error());
+      return 0;
+    }
+    /* The balancer itself refuses WAIT with no block in flight, so someone will wake us. */
+    pthread_cond_wait(&x->cv, &x->mu);
+  }
+}
+
+/* The block's input and output on rank 0: in place, or through pack/unpack staging. */
+static int local_block(dx_pu *d, const hlb_block *blk, hlb_sample *s, double *throttle_s) {
+  const hlb_codelet *cl = &d->x->cl;
+  size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
+  double t0 = hlb__now();
+  const void *in = NULL;
+  void *out = NULL;
+  int rc = 0;
+  if (in_b && cl->pack) {
+    if ((rc = grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
+    cl->pack(cl->user, blk->begin, blk->count, d->host_in);
+    in = d->host_in;
+  } else if (in_b) {
+    in = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
+  }
+  if (out_b && cl->unpack) {
+    if ((rc = grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
+    out = d->host_out;
+  } else if (out_b) {
+    out = (char *)cl->out + blk->begin * cl->out_bytes_per_item;
+  }
+  double pack_s = hlb__now() - t0;
+  rc = run_block(d, blk, in, out, s, throttle_s);
+  double t1 = hlb__now();
+  if (rc == 0 && out_b && cl->unpack) cl->unpack(cl->user, blk->begin, blk->count, d->host_out);
+  s->transfer_s += pack_s + (hlb__now() - t1);
+  return rc;
+}
+
+static void *local_drive(void *arg) {
+  dx_pu *d = arg;
+  dx *x = d->x;
+  unsigned limit = x->opt.max_failures ? x->opt.max_failures : HLB_EXEC_MAX_FAILURES;
+  hlb_block blk;
+  pthread_mutex_lock(&x->mu);
+  while (local_next_locked(d, &blk)) {
+    pthread_mutex_unlock(&x->mu);
+    hlb_sample s;
+    double throttle_s = 0;
+    int rc = local_block(d, &blk, &s, &throttle_s);
+    pthread_mutex_lock(&x->mu);
+    if (rc == 0) {
+      d->fail_streak = 0;
+      done_locked(x, d->g, &s, throttle_s);
+      continue;
+    }
+    fail_locked(x, d->g, &blk, hlb_last_error());
+    if (++d->fail_streak >= limit) {
+      retire_locked(x, d->g);
+      break;
+    }
+  }
+  x->drivers_alive--;
+  x->changed = 1;
+  pthread_mutex_unlock(&x->mu);
+  return NULL;
+}
+
+/* ---- Sending (the calling thread) -------------------------------------------------------- */
+
+static void start_send(dx *x, out_msg *m) {
+  const void *h = m->is_req ? (const void *)&m->h.req : (const void *)&m->h.rep;
+  int hb = m->is_req ? (int)sizeof m->h.req : (int)sizeof m->h.rep;
+  m->rq[0] = m->rq[1] = MPI_REQUEST_NULL;
+  mpi_check(x, MPI_Isend(h, hb, MPI_BYTE, m->dest, m->tag_h, x->comm, &m->rq[0]), "MPI_Isend",
+            m->dest);
+  if (m->len)
+    mpi_check(x, MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->dest, m->tag_d, x->comm, &m->rq[1]),
+              "MPI_Isend of block data", m->dest);
+  m->next = x->sending;
+  x->sending = m;
+}
+
+/* Complete what can be completed; 1 when something finished. */
+static int progress_sends(dx *x) {
+  int act = 0;
+  for (out_msg **p = &x->sending; *p;) {
+    out_msg *m = *p;
+    int flag = 0;
+    mpi_check(x, MPI_Testall(2, m->rq, &flag, MPI_STATUSES_IGNORE), "MPI_Testall", m->dest);
+    if (!flag) {
+      p = &m->next;
+      continue;
+    }
+    *p = m->next;
+    if (m->owns_data) free(m->data);
+    free(m);
+    act = 1;
+  }
+  return act;
+}
+
+static out_msg *new_msg(int is_req, int dest) {
+  out_msg *m = calloc(1, sizeof *m);
+  if (!m) {
+    fprintf(stderr, "hlb_mpi_run: out of memory for a message\n");
+    abort(); /* a lost message would hang a peer; nothing sensible remains */
+  }
+  m->is_req = is_req;
+  m->dest = dest;
+  m->tag_h = is_req ? TAG_REQ : TAG_REPLY;
+  m->tag_d = is_req ? TAG_OUT : TAG_IN;
+  return m;
+}
+
+/* ---- Rank 0: serving the other ranks ------------------------------------------------------ */
+
+static unsigned rank_of(const dx *x, unsigned g) {
+  return (unsigned)x->grank[g];
+}
+
+static void send_stop(dx *x, unsigned g) {
+  out_msg *m = new_msg(0, (int)rank_of(x, g));
+  m->h.rep.status = REP_STOP;
+  m->h.rep.g = (int32_t)g;
+  start_send(x, m);
+}
+
+static void send_grant(dx *x, unsigned g, const hlb_block *blk) {
+  const hlb_codelet *cl = &x->cl;
+  out_msg *m = new_msg(0, (int)rank_of(x, g));
+  m->h.rep.status = REP_GRANT;
+  m->h.rep.g = (int32_t)g;
+  m->h.rep.blk = *blk;
+  m->len = cl->in_bytes_per_item * blk->count;
+  double t = hlb__now();
+  if (m->len && cl->pack) {
+    m->data = malloc(m->len);
+    if (!m->data) {
+      fprintf(stderr, "hlb_mpi_run: rank 0: out of memory for %zu bytes of block input\n", m->len);
+      MPI_Abort(x->comm, 1);
+    }
+    m->owns_data = 1;
+    cl->pack(cl->user, blk->begin, blk->count, m->data);
+  } else if (m->len) {
+    /* Sent straight from the caller's array; it stays untouched during the run. */
+    m->data = (char *)cl->in + blk->begin * cl->in_bytes_per_item;
+  }
+  m->h.rep.pack_s = hlb__now() - t;
+  m->h.rep.bytes = m->len;
+  x->bytes_to += m->len;
+  start_send(x, m);
+}
+
+/* Answer a NEXT of remote PU g: a grant, a stop, or (WAIT) keep it pending. */
+static void serve_next(dx *x, unsigned g) {
+  remote_pu *r = &x->rem[g];
+  hlb_block blk;
+  pthread_mutex_lock(&x->mu);
+  int rc = HLB_DONE;
+  if (!x->error && !r->retired) {
+    rc = hlb_balancer_next(x->b, (unsigned)x->gbpu[g], rel_now(x), &blk);
+    if (rc != HLB_GRANT && rc != HLB_WAIT && rc != HLB_DONE) {
+      set_error_locked(x, rc < 0 ? rc : HLB_ESTATE, hlb_last_error());
+      rc = HLB_DONE;
+    }
+  }
+  if (rc == HLB_GRANT &&
+      (r->n_flying >= DX_MAX_FLYING || x->cl.in_bytes_per_item * blk.count > (size_t)INT_MAX ||
+       x->cl.out_bytes_per_item * blk.count > (size_t)INT_MAX)) {
+    /* A driver asks one block ahead, never more; and one MPI message holds < 2 GiB. */
+    hlb__error(HLB_ESTATE,
+               "rank 0: pu %u: block [%zu, +%zu) cannot be sent (%u in flight, at "
+               "most %d; at most %d bytes a message; set a smaller policy max_block)",
+               g, blk.begin, blk.count, r->n_flying, DX_MAX_FLYING, INT_MAX);
+    hlb_balancer_fail(x->b, (unsigned)x->gbpu[g], &blk, rel_now(x));
+    set_error_locked(x, HLB_ESTATE, hlb_last_error());
+    rc = HLB_DONE;
+  }
+  r->pending = rc == HLB_WAIT;
+  if (rc == HLB_GRANT) r->flying[r->n_flying++] = blk;
+  pthread_mutex_unlock(&x->mu);
+  if (rc == HLB_GRANT)
+    send_grant(x, g, &blk);
+  else if (rc == HLB_DONE)
+    send_stop(x, g);
+}
+
+/* Block `id` of remote PU g as rank 0 granted it; with `take`, out of the record. 0 when it
+ * is not in flight there (a late answer about a block already taken back). */
+static int find_flying_locked(dx *x, unsigned g, uint64_t id, int take, hlb_block *out) {
+  remote_pu *r = &x->rem[g];
+  for (unsigned i = 0; i < r->n_flying; i++)
+    if (r->flying[i].id == id) {
+      *out = r->flying[i];
+      if (take) r->flying[i] = r->flying[--r->n_flying];
+      return 1;
+    }
+  return 0;
+}
+
+static void serve_done(dx *x, unsigned g, const req_msg *q, int src) {
+  const hlb_codelet *cl = &x->cl;
+  hlb_block blk = {0};
+  pthread_mutex_lock(&x->mu);
+  int known = find_flying_locked(x, g, q->id, 0, &blk);
+  pthread_mutex_unlock(&x->mu);
+  /* The sender sends the output whenever it has some; receive it even for an unknown block. */
+  size_t len = q->out_bytes;
+  double t = hlb__now();
+  if (len) {
+    int in_place = known && !cl->unpack && len == cl->out_bytes_per_item * blk.count;
+    /* In place when there is no unpack: the block is this PU's alone until done(). */
+    void *dst = in_place ? (char *)cl->out + blk.begin * cl->out_bytes_per_item : malloc(len);
+    if (!dst) {
+      fprintf(stderr, "hlb_mpi_run: rank 0: out of memory for %zu bytes of output\n", len);
+      MPI_Abort(x->comm, 1);
+    }
+    mpi_check(x, MPI_Recv(dst, (int)len, MPI_BYTE, src, TAG_OUT, x->comm, MPI_STATUS_IGNORE),
+              "MPI_Recv of block output", src);
+    if (known && cl->unpack) cl->unpack(cl->user, blk.begin, blk.count, dst);
+    if (!in_place) free(dst);
+    x->bytes_from += len;
+  }
+  double recv_s = hlb__now() - t;
+  pthread_mutex_lock(&x->mu);
+  if (known && find_flying_locked(x, g, q->id, 1, &blk)) {
+    hlb_sample s = {.block = blk, .compute_s = q->compute_s, .transfer_s = q->transfer_s + recv_s};
+    done_locked(x, g, &s, q->throttle_s);
+    x->remote_blocks++;
+  }
+  pthread_mutex_unlock(&x->mu);
+}
+
+static void serve_fail(dx *x, unsigned g, const req_msg *q) {
+  remote_pu *r = &x->rem[g];
+  hlb_block blk;
+  pthread_mutex_lock(&x->mu);
+  if (find_flying_locked(x, g, q->id, 1, &blk)) fail_locked(x, g, &blk, q->text);
+  if (q->retire && !r->retired) {
+    /* The block requested ahead goes back too: the PU will not run it. */
+    while (r->n_flying > 0) {
+      blk = r->flying[--r->n_flying];
+      hlb_balancer_fail(x->b, (unsigned)x->gbpu[g], &blk, rel_now(x));
+    }
+    retire_locked(x, g);
+    r->retired = 1;
+  }
+  int stop = q->retire && r->pending;
+  if (stop) r->pending = 0;
+  pthread_mutex_unlock(&x->mu);
+  if (stop) send_stop(x, g);
+}
+
+/* Receive one request if one is there; 1 when one was handled. Output data that comes with
+ * a DONE is received here too, right after its header (same sender, in order). */
+static int serve_one(dx *x) {
+  int flag = 0;
+  MPI_Status st;
+  mpi_check(x, MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, x->comm, &flag, &st), "MPI_Iprobe", -1);
+  if (!flag) return 0;
+  req_msg q;
+  mpi_check(
+      x, MPI_Recv(&q, (int)sizeof q, MPI_BYTE, st.MPI_SOURCE, TAG_REQ, x->comm, MPI_STATUS_IGNORE),
+      "MPI_Recv of a request", st.MPI_SOURCE);
+  q.text[DX_TEXT - 1] = '\0';
+  unsigned g = (unsigned)q.g;
+  if (g >= x->n_global || x->grank[g] != st.MPI_SOURCE || st.MPI_SOURCE == 0) {
+    fprintf(stderr, "hlb_mpi_run: rank 0: rank %d sent a request for pu %d it does not own\n",
+            st.MPI_SOURCE, q.g);
+    MPI_Abort(x->comm, 1);
+  }
+  if (q.type == MSG_NEXT)
+    serve_next(x, g);
+  else if (q.type == MSG_DONE)
+    serve_done(x, g, &q, st.MPI_SOURCE);
+  else if (q.type == MSG_FAIL)
+    serve_fail(x, g, &q);
+  else
+    x->byes++;
+  return 1;
+}
+
+/* After a done/fail anywhere: pending NEXTs may be answerable now. */
+static void retry_pending(dx *x) {
+  pthread_mutex_lock(&x->mu);
+  int changed = x->changed;
+  x->changed = 0;
+  pthread_mutex_unlock(&x->mu);
+  if (!changed) return;
+  for (unsigned g = 0; g < x->n_global; g++) {
+    pthread_mutex_lock(&x->mu);
+    int p = x->rem[g].pending;
+    pthread_mutex_unlock(&x->mu);
+    if (p) serve_next(x, g);
+  }
+}
+
+static void serve_loop(dx *x) {
+  for (;;) {
+    int act = 0;
+    while (serve_one(x))
+      act = 1;
+    act |= progress_sends(x);
+    retry_pending(x);
+    pthread_mutex_lock(&x->mu);
+    int over = x->drivers_alive == 0 && x->byes == x->n_remote;
+    pthread_mutex_unlock(&x->mu);
+    if (over && !x->sending) return;
+    if (!act) sleep_s(DX_IDLE_S);
+  }
+}
+
+/* ---- Ranks > 0: drivers and the communication thread --------------------------------- */
+
+static void post(dx *x, out_msg *m) {
+  pthread_mutex_lock(&x->mu);
+  if (x->q_tail)
+    x->q_tail->next = m;
+  else
+    x->q_head = m;
+  x->q_tail = m;
+  pthread_mutex_unlock(&x->mu);
+}
+
+static void post_req(dx_pu *d, int type, uint64_t id, void *data, size_t len) {
+  out_msg *m = new_msg(1, 0);
+  m->h.req.type = type;
+  m->h.req.g = (int32_t)d->g;
+  m->h.req.id = id;
+  m->data = data;
+  m->len = len;
+  m->owns_data = data != NULL;
+  post(d->x, m);
+}
+
+/* Wait for the reply to this PU's outstanding request. */
+static void wait_reply(dx_pu *d, reply_msg *rep, void **data, double *mpi_s) {
+  dx *x = d->x;
+  pthread_mutex_lock(&x->mu);
+  while (!d->has_reply)
+    pthread_cond_wait(&x->cv, &x->mu);
+  d->has_reply = 0;
+  *rep = d->reply;
+  *data = d->reply_data;
+  *mpi_s = d->reply_mpi_s;
+  d->reply_data = NULL;
+  pthread_mutex_unlock(&x->mu);
+}
+
+/* Run a granted block; queue DONE with its output or FAIL. Returns 1 when the PU retires. */
+static int remote_block(dx_pu *d, const reply_msg *rep, const void *in, double in_mpi_s,
+                        unsigned limit) {
+  dx *x = d->x;
+  size_t out_b = x->cl.out_bytes_per_item * rep->blk.count;
+  void *out = out_b ? malloc(out_b) : NULL;
+  hlb_sample s;
+  double throttle_s = 0;
+  int rc = out_b && !out ? hlb__error(HLB_ENOMEM, "rank %d: no memory for %zu bytes of output",
+                                      x->rank, out_b)
+                         : run_block(d, &rep->blk, in, out, &s, &throttle_s);
+  if (rc == 0) {
+    d->fail_streak = 0;
+    out_msg *m = new_msg(1, 0);
+    m->h.req = (req_msg){.type = MSG_DONE,
+                         .g = (int32_t)d->g,
+                         .id = rep->blk.id,
+                         .compute_s = s.compute_s,
+                         .transfer_s = s.transfer_s + in_mpi_s,
+                         .throttle_s = throttle_s,
+                         .out_bytes = out_b};
+    m->data = out;
+    m->len = out_b;
+    m->owns_data = 1;
+    post(x, m);
+    return 0;
+  }
+  free(out);
+  out_msg *m = new_msg(1, 0);
+  int retire = ++d->fail_streak >= limit;
+  m->h.req = (req_msg){.type = MSG_FAIL, .g = (int32_t)d->g, .id = rep->blk.id, .retire = retire};
+  snprintf(m->h.req.text, sizeof m->h.req.text, "%s", hlb_last_error());
+  post(x, m);
+  return retire;
+}
+
+static void *remote_drive(void *arg) {
+  dx_pu *d = arg;
+  dx *x = d->x;
+  unsigned limit = x->opt.max_failures ? x->opt.max_failures : HLB_EXEC_MAX_FAILURES;
+  reply_msg rep;
+  void *data;
+  double mpi_s;
+  post_req(d, MSG_NEXT, 0, NULL, 0);
+  wait_reply(d, &rep, &data, &mpi_s);
+  while (rep.status == REP_GRANT) {
+    post_req(d, MSG_NEXT, 0, NULL, 0); /* one block ahead: its input travels meanwhile */
+    int retire = remote_block(d, &rep, data, mpi_s + rep.pack_s, limit);
+    free(data);
+    /* After a retirement the one reply still due is dropped: rank 0 took its block back. */
+    wait_reply(d, &rep, &data, &mpi_s);
+    if (retire) {
+      free(data);
+      break;
+    }
+  }
+  post_req(d, MSG_BYE, 0, NULL, 0);
+  pthread_mutex_lock(&x->mu);
+  x->drivers_alive--;
+  pthread_mutex_unlock(&x->mu);
+  return NULL;
+}
+
+/* Receive one reply from rank 0 and put it in its PU's mailbox; 1 when there was one. */
+static int receive_reply(dx *x) {
+  int flag = 0;
+  mpi_check(x, MPI_Iprobe(0, TAG_REPLY, x->comm, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe", 0);
+  if (!flag) return 0;
+  reply_msg rep;
+  mpi_check(x, MPI_Recv(&rep, (int)sizeof rep, MPI_BYTE, 0, TAG_REPLY, x->comm, MPI_STATUS_IGNORE),
+            "MPI_Recv of a reply", 0);
+  unsigned l = (unsigned)rep.g - (unsigned)x->offsets[x->rank];
+  if (l >= x->n_local) {
+    fprintf(stderr, "hlb_mpi_run: rank %d: reply for pu %d, not one of this rank's\n", x->rank,
+            rep.g);
+    MPI_Abort(x->comm, 1);
+  }
+  void *data = NULL;
+  double t = hlb__now();
+  if (rep.bytes) {
+    data = malloc(rep.bytes);
+    if (!data) {
+      fprintf(stderr, "hlb_mpi_run: rank %d: out of memory for %llu bytes of input\n", x->rank,
+              (unsigned long long)rep.bytes);
+      MPI_Abort(x->comm, 1);
+    }
+    mpi_check(x, MPI_Recv(data, (int)rep.bytes, MPI_BYTE, 0, TAG_IN, x->comm, MPI_STATUS_IGNORE),
+              "MPI_Recv of block input", 0);
+  }
+  dx_pu *d = &x->loc[l];
+  pthread_mutex_lock(&x->mu);
+  d->reply = rep;
+  d->reply_data = data;
+  d->reply_mpi_s = hlb__now() - t;
+  d->has_reply = 1;
+  pthread_cond_broadcast(&x->cv);
+  pthread_mutex_unlock(&x->mu);
+  return 1;
+}
+
+static void comm_loop(dx *x) {
+  for (;;) {
+    pthread_mutex_lock(&x->mu);
+    out_msg *q = x->q_head;
+    x->q_head = x->q_tail = NULL;
+    int over = x->drivers_alive == 0 && !q;
+    pthread_mutex_unlock(&x->mu);
+    int act = q != NULL;
+    while (q) {
+      out_msg *next = q->next;
+      start_send(x, q);
+      q = next;
+    }
+    act |= progress_sends(x);
+    while (receive_reply(x))
+      act = 1;
+    if (over && !x->sending) return;
+    if (!act) sleep_s(DX_IDLE_S);
+  }
+}
+
+/* ---- Setup: agreeing, describing PUs, sharing buffers ------------------------------------ */
+
+/* Every rank learns whether every rank is fine, and the first failing rank's message. */
+static int agree(dx *x, int rc, const char *what) {
+  int in[2] = {rc, x->rank}, out[2];
+  mpi_check(x, MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, x->comm), "MPI_Allreduce", -1);
+  if (out[0] >= 0) return 0;
+  char text[512] = "";
+  if (x->rank == out[1]) snprintf(text, sizeof text, "%s", hlb_last_error());
+  mpi_check(x, MPI_Bcast(text, (int)sizeof text, MPI_CHAR, out[1], x->comm), "MPI_Bcast", out[1]);
+  if (x->rank == out[1]) return rc;
+  return hlb__error(out[0], "hlb_mpi_run: rank %d failed %s: %s", out[1], what, text);
+}
+
+static int check_local(dx *x, const hlb_exec_pu *pus, unsigned n, const hlb_codelet *cl,
+                       size_t n_items) {
+  int level = MPI_THREAD_SINGLE, is_main = 0;
+  MPI_Query_thread(&level);
+  MPI_Is_thread_main(&is_main);
+  if (level < MPI_THREAD_FUNNELED || (!is_main && level < MPI_THREAD_SERIALIZED))
+    return hlb__error(HLB_EUNSUPPORTED,
+                      "hlb_mpi_run: rank %d: MPI thread level %d is too low; initialise MPI "
+                      "with MPI_Init_thread(MPI_THREAD_FUNNELED or more) and call from that thread",
+                      x->rank, level);
+  if (!cl || (n && !pus))
+    return hlb__error(HLB_EINVAL, "hlb_mpi_run: rank %d: a codelet and %u PUs are required",
+                      x->rank, n);
+  if (n > HLB_EXEC_MAX_PUS)
+    return hlb__error(HLB_EINVAL, "hlb_mpi_run: rank %d: %u local PUs, at most %u", x->rank, n,
+                      HLB_EXEC_MAX_PUS);
+  if (x->rank != 0) return 0;
+  const char *name = cl->name ? cl->name : "(unnamed)";
+  if (n_items == 0) return hlb__error(HLB_EINVAL, "codelet '%s': n_items must be > 0", name);
+  if (cl->n_shared > HLB_EXEC_MAX_SHARED)
+    return hlb__error(HLB_EINVAL, "codelet '%s': %u shared buffers, at most %u", name, cl->n_shared,
+                      HLB_EXEC_MAX_SHARED);
+  if (cl->in_bytes_per_item && !cl->pack && !cl->in)
+    return hlb__error(HLB_EINVAL, "codelet '%s': input of %zu bytes per item needs pack or in",
+                      name, cl->in_bytes_per_item);
+  if (cl->out_bytes_per_item && !cl->unpack && !cl->out)
+    return hlb__error(HLB_EINVAL, "codelet '%s': output of %zu bytes per item needs unpack or out",
+                      name, cl->out_bytes_per_item);
+  return 0;
+}
+
+/* Rank 0's sizes and options, for every rank. */
+typedef struct dx_params {
+  uint64_t n_items, in_b, out_b, granularity, min_block, shared_bytes[HLB_EXEC_MAX_SHARED];
+  uint32_t n_shared, max_failures, inject_from, inject_count;
+  int32_t inject_pu, pad;
+} dx_params;
+
+static void share_params(dx *x) {
+  dx_params p = {0};
+  if (x->rank == 0) {
+    p = (dx_params){.n_items = x->n_items,
+                    .in_b = x->cl.in_bytes_per_item,
+                    .out_b = x->cl.out_bytes_per_item,
+                    .granularity = x->opt.granularity,
+                    .min_block = x->opt.min_block,
+                    .n_shared = x->cl.n_shared,
+                    .max_failures = x->opt.max_failures,
+                    .inject_from = x->opt.inject_from,
+                    .inject_count = x->opt.inject_count,
+                    .inject_pu = x->opt.inject_pu};
+    for (unsigned i = 0; i < x->cl.n_shared; i++)
+      p.shared_bytes[i] = x->cl.shared[i].bytes;
+  }
+  mpi_check(x, MPI_Bcast(&p, (int)sizeof p, MPI_BYTE, 0, x->comm), "MPI_Bcast of parameters", 0);
+  x->n_items = p.n_items;
+  x->cl.in_bytes_per_item = p.in_b;
+  x->cl.out_bytes_per_item = p.out_b;
+  x->opt.granularity = p.granularity;
+  x->opt.min_block = p.min_block;
+  x->opt.max_failures = p.max_failures;
+  x->opt.inject_pu = p.inject_pu;
+  x->opt.inject_from = p.inject_from;
+  x->opt.inject_count = p.inject_count;
+  x->cl.n_shared = p.n_shared;
+  for (unsigned i = 0; i < p.n_shared; i++)
+    x->cl.shared[i].bytes = p.shared_bytes[i];
+}
+
+/* Broadcast the shared buffers from rank 0 (in pieces MPI's int counts can hold). */
+static int share_buffers(dx *x) {
+  double t = hlb__now();
+  int rc = 0;
+  for (unsigned i = 0; x->rank != 0 && i < x->cl.n_shared && !rc; i++) {
+    size_t n = x->cl.shared[i].bytes;
+    x->shared_copy[i] = malloc(n ? n : 1);
+    x->cl.shared[i].host = x->shared_copy[i];
+    if (!x->shared_copy[i])
+      rc = hlb__error(HLB_ENOMEM, "rank %d: no memory for shared buffer %u (%zu bytes)", x->rank, i,
+                      n);
+  }
+  if ((rc = agree(x, rc, "to allocate the shared buffers"))) return rc;
+  const size_t piece = (size_t)1 << 30;
+  for (unsigned i = 0; i < x->cl.n_shared; i++)
+    for (size_t at = 0, n = x->cl.shared[i].bytes; at < n; at += piece)
+      mpi_check(x,
+                MPI_Bcast((char *)x->cl.shared[i].host + at, (int)(n - at < piece ? n - at : piece),
+                          MPI_BYTE, 0, x->comm),
+                "MPI_Bcast of a shared buffer", 0);
+  double mine = hlb__now() - t;
+  mpi_check(x, MPI_Reduce(&mine, &x->setup_s, 1, MPI_DOUBLE, MPI_MAX, 0, x->comm), "MPI_Reduce", 0);
+  for (unsigned l = 0; l < x->n_local; l++)
+    x->loc[l].setup_s = mine;
+  return 0;
+}
+
+/* Gather n_mine records of `each` bytes from every rank to rank 0, in global PU order. */
+static void gather_pus(dx *x, const void *mine, size_t each, void *all) {
+  int *cnt = NULL, *dsp = NULL;
+  if (x->rank == 0) {
+    cnt = calloc((size_t)x->size, sizeof *cnt);
+    dsp = calloc((size_t)x->size, sizeof *dsp);
+    if (!cnt || !dsp) {
+      fprintf(stderr, "hlb_mpi_run: rank 0: out of memory\n");
+      MPI_Abort(x->comm, 1);
+    }
+    for (int r = 0; r < x->size; r++) {
+      cnt[r] = x->counts[r] * (int)each;
+      dsp[r] = x->offsets[r] * (int)each;
+    }
+  }
+  mpi_check(
+      x, MPI_Gatherv(mine, (int)(x->n_local * each), MPI_BYTE, all, cnt, dsp, MPI_BYTE, 0, x->comm),
+      "MPI_Gatherv", 0);
+  free(cnt);
+  free(dsp);
+}
+
+static int layout(dx *x, const hlb_exec_pu *pus) {
+  x->counts = calloc((size_t)x->size, sizeof *x->counts);
+  x->offsets = calloc((size_t)x->size, sizeof *x->offsets);
+  x->loc = calloc(x->n_local ? x->n_local : 1, sizeof *x->loc);
+  int rc = x->counts && x->offsets && x->loc
+               ? 0
+               : hlb__error(HLB_ENOMEM, "hlb_mpi_run: rank %d: out of memory", x->rank);
+  if ((rc = agree(x, rc, "to allocate its PU table"))) return rc;
+  int n = (int)x->n_local;
+  mpi_check(x, MPI_Allgather(&n, 1, MPI_INT, x->counts, 1, MPI_INT, x->comm), "MPI_Allgather", -1);
+  unsigned total = 0;
+  for (int r = 0; r < x->size; r++) {
+    x->offsets[r] = (int)total;
+    total += (unsigned)x->counts[r];
+  }
+  if (total == 0 || total > HLB_EXEC_MAX_PUS)
+    return hlb__error(HLB_EINVAL, "hlb_mpi_run: the ranks offer %u PUs in all; need 1 to %u", total,
+                      HLB_EXEC_MAX_PUS);
+  x->n_global = total;
+  for (unsigned l = 0; l < x->n_local; l++) {
+    dx_pu *d = &x->loc[l];
+    *d = (dx_pu){.x = x, .l = l, .g = (unsigned)x->offsets[x->rank] + l, .bpu = -1, .pu = pus[l]};
+  }
+  return 0;
+}
+
+/* Open each local device. A PU that does not open takes no part, as one whose prepare
+ * fails; the run goes on with the others. */
+static void open_local(dx *x) {
+  for (unsigned l = 0; l < x->n_local; l++) {
+    dx_pu *d = &x->loc[l];
+    d->ops = hlb__backend_get(d->pu.backend);
+    if (!d->ops) {
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': backend %s is not in this build", x->rank,
+               d->pu.name, hlb_backend_name(d->pu.backend));
+      continue;
+    }
+    if (d->ops->open(&d->pu, &d->dev) != 0) {
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", x->rank, d->pu.name, hlb_last_error());
+      continue;
+    }
+    d->opened = 1;
+  }
+}
+
+static void prepare_local(dx *x) {
+  for (unsigned l = 0; l < x->n_local; l++) {
+    dx_pu *d = &x->loc[l];
+    if (!d->opened) continue;
+    if (!d->ops->has_kernel(&x->cl)) {
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': the codelet has no %s kernel", x->rank,
+               d->pu.name, hlb_backend_name(d->pu.backend));
+      continue;
+    }
+    double t = hlb__now();
+    if (d->ops->prepare(d->dev, &x->cl, d->shared) != 0) {
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", x->rank, d->pu.name, hlb_last_error());
+      continue;
+    }
+    d->setup_s += hlb__now() - t;
+    d->prepared = d->usable = 1;
+  }
+}
+
+typedef struct pu_report {
+  hlb_exec_pu pu;
+  int32_t usable, pad;
+  double setup_s;
+  char why[DX_TEXT];
+} pu_report;
+
+/* Rank 0 learns every PU: description, whether it can run the codelet, its setup time. */
+static void gather_reports(dx *x) {
+  pu_report *mine = calloc(x->n_local ? x->n_local : 1, sizeof *mine);
+  pu_report *all = x->rank == 0 ? calloc(x->n_global, sizeof *all) : NULL;
+  if (!mine || (x->rank == 0 && !all)) {
+    fprintf(stderr, "hlb_mpi_run: rank %d: out of memory\n", x->rank);
+    MPI_Abort(x->comm, 1);
+  }
+  for (unsigned l = 0; l < x->n_local; l++) {
+    mine[l].pu = x->loc[l].pu;
+    mine[l].usable = x->loc[l].usable;
+    mine[l].setup_s = x->loc[l].setup_s;
+    memcpy(mine[l].why, x->loc[l].why, DX_TEXT);
+  }
+  gather_pus(x, mine, sizeof *mine, all);
+  if (x->rank == 0) {
+    for (int r = 0; r < x->size; r++)
+      for (int k = 0; k < x->counts[r]; k++)
+        x->grank[x->offsets[r] + k] = r;
+    for (unsigned g = 0; g < x->n_global; g++) {
+      x->gpu[g] = all[g].pu;
+      x->gusable[g] = all[g].usable;
+      x->gsetup[g] = all[g].setup_s;
+      if (!all[g].usable && !x->fail_text[0])
+        snprintf(x->fail_text, sizeof x->fail_text, "%s", all[g].why);
+    }
+  }
+  free(mine);
+  free(all);
+}
+
+/* Rank 0: one balancer PU per usable global PU. */
+static int make_balancer(dx *x) {
+  hlb_pu_desc desc[HLB_EXEC_MAX_PUS];
+  memset(desc, 0, sizeof desc);
+  x->nb = 0;
+  for (unsigned g = 0; g < x->n_global; g++) {
+    x->gbpu[g] = -1;
+    if (!x->gusable[g]) {
+      x->st[g].retired = 1;
+      continue;
+    }
+    desc[x->nb] = (hlb_pu_desc){.name = x->gpu[g].name,
+                                .kind = hlb_backend_name(x->gpu[g].backend),
+                                .min_block = x->opt.min_block};
+    x->gbpu[g] = (int)x->nb;
+    x->gof_b[x->nb++] = g;
+    if (x->grank[g] != 0) x->n_remote++;
+  }
+  if (x->nb == 0)
+    return hlb__error(HLB_EDEVICE, "hlb_mpi_run: no PU on any rank could load codelet '%s': %s",
+                      x->cl.name ? x->cl.name : "(unnamed)", x->fail_text);
+  hlb_balancer_config cfg = {.n_items = x->n_items,
+                             .granularity = x->opt.granularity,
+                             .n_pus = x->nb,
+                             .pus = desc,
+                             .policy = x->opt.policy,
+                             .params = x->opt.params,
+                             .keep_log = x->opt.keep_log};
+  return hlb_balancer_create(&cfg, &x->b);
+}
+
+/* ---- The run ------------------------------------------------------------------------------ */
+
+static void run_all(dx *x) {
+  pthread_t th[HLB_EXEC_MAX_PUS];
+  int started[HLB_EXEC_MAX_PUS] = {0};
+  x->t0 = hlb__now();
+  for (unsigned l = 0; l < x->n_local; l++) {
+    dx_pu *d = &x->loc[l];
+    if (!d->usable) continue;
+    if (x->rank == 0) d->bpu = x->gbpu[d->g];
+    pthread_mutex_lock(&x->mu);
+    x->drivers_alive++;
+    pthread_mutex_unlock(&x->mu);
+    started[l] = pthread_create(&th[l], NULL, x->rank == 0 ? local_drive : remote_drive, d) == 0;
+    if (!started[l]) {
+      /* A PU whose thread cannot start is lost for the run, like a dead device. */
+      fprintf(stderr, "hlb_mpi_run: rank %d: cannot start the driver of pu %u\n", x->rank, d->g);
+      MPI_Abort(x->comm, 1);
+    }
+  }
+  if (x->rank == 0)
+    serve_loop(x);
+  else
+    comm_loop(x);
+  for (unsigned l = 0; l < x->n_local; l++)
+    if (started[l]) pthread_join(th[l], NULL);
+}
+
+static int finish(dx *x) {
+  if (x->error) return hlb__error(x->error, "%s", x->error_text);
+  if (!hlb_balancer_finished(x->b))
+    return hlb__error(HLB_EDEVICE,
+                      "hlb_mpi_run: stopped with %zu items left: every PU was retired (last "
+                      "failure: %s)",
+                      hlb_balancer_remaining(x->b), x->fail_text);
+  return hlb_balancer_check_exactly_once(x->b);
+}
+
+static void fill_stats(dx *x, hlb_mpi_run_stats *s) {
+  hlb_exec_stats *e = &s->exec;
+  snprintf(e->policy, sizeof e->policy, "%s", hlb_balancer_policy(x->b));
+  e->n_items = x->n_items;
+  e->n_pus = x->n_global;
+  s->n_ranks = x->size;
+  for (unsigned g = 0; g < x->n_global; g++) {
+    e->pu[g] = x->gpu[g];
+    e->per_pu[g] = x->st[g];
+    e->per_pu[g].setup_s = x->gsetup[g];
+    s->rank[g] = x->grank[g];
+    s->local[g] = g - (unsigned)x->offsets[x->grank[g]];
+    const hlb_model *m = x->gbpu[g] >= 0 ? hlb_balancer_model(x->b, (unsigned)x->gbpu[g]) : NULL;
+    hlb_exec_pu_stats *st = &e->per_pu[g];
+    if (m && hlb_model_fitted(m) && hlb_model_curve(m, &st->model) == 0) {
+      st->fitted = 1;
+      st->model_terms = hlb_model_terms(m);
+    }
+  }
+  e->makespan_s = x->last_end;
+  e->solver_s = hlb_balancer_solver_seconds(x->b);
+  s->setup_s = x->setup_s;
+  s->bytes_to_ranks = x->bytes_to;
+  s->bytes_from_ranks = x->bytes_from;
+  s->remote_blocks = x->remote_blocks;
+  const hlb_decision *log = NULL;
+  size_t n = hlb_balancer_log(x->b, &log);
+  if (n && log && (e->log = malloc(n * sizeof *log))) {
+    memcpy(e->log, log, n * sizeof *log);
+    for (size_t k = 0; k < n; k++)
+      e->log[k].pu = x->gof_b[e->log[k].pu];
+    e->n_log = n;
+  }
+}
+
+/* Every rank returns rank 0's verdict, with its text. */
+static int share_result(dx *x, int rc) {
+  struct {
+    int32_t rc, pad;
+    char text[512];
+  } v = {0};
+  v.rc = rc;
+  if (rc) snprintf(v.text, sizeof v.text, "%s", hlb_last_error());
+  mpi_check(x, MPI_Bcast(&v, (int)sizeof v, MPI_BYTE, 0, x->comm), "MPI_Bcast of the result", 0);
+  if (x->rank != 0 && v.rc) return hlb__error(v.rc, "%s", v.text);
+  return v.rc;
+}
+
+static void release_local(dx *x) {
+  for (unsigned l = 0; x->loc && l < x->n_local; l++) {
+    dx_pu *d = &x->loc[l];
+    if (d->opened) {
+      d->ops->release(d->dev, d->dev_in);
+      d->ops->release(d->dev, d->dev_out);
+    }
+    if (d->prepared) d->ops->unprepare(d->dev);
+    if (d->opened) d->ops->close(d->dev);
+    free(d->host_in);
+    free(d->host_out);
+    free(d->reply_data);
+  }
+  for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
+    free(x->shared_copy[i]);
+  free(x->loc);
+  free(x->counts);
+  free(x->offsets);
+}
+
+void hlb_mpi_run_stats_clear(hlb_mpi_run_stats *s) {
+  if (!s) return;
+  hlb_exec_stats_clear(&s->exec);
+  memset(s, 0, sizeof *s);
+}
+
+/* Setup after the layout: devices, shared buffers, kernels, the balancer on rank 0. */
+static int setup(dx *x) {
+  share_params(x);
+  open_local(x);
+  int rc = share_buffers(x);
+  if (rc) return rc;
+  prepare_local(x);
+  gather_reports(x);
+  if (x->rank == 0) rc = make_balancer(x);
+  return share_result(x, rc);
+}
+
+int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
+                const hlb_codelet *cl, size_t n_items, const hlb_exec_options *opt,
+                hlb_mpi_run_stats *stats) {
+  if (stats) hlb_mpi_run_stats_clear(stats);
+  dx *x = calloc(1, sizeof *x);
+  if (!x) return hlb__error(HLB_ENOMEM, "hlb_mpi_run: out of memory");
+  int rc = MPI_Comm_dup(comm, &x->comm);
+  if (rc != MPI_SUCCESS) {
+    free(x);
+    return hlb__error(HLB_EMPI, "hlb_mpi_run: MPI_Comm_dup failed (%d)", rc);
+  }
+  /* Errors come back to hlb, which names the rank before taking the job down. */
+  MPI_Comm_set_errhandler(x->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(x->comm, &x->rank);
+  MPI_Comm_size(x->comm, &x->size);
+  pthread_mutex_init(&x->mu, NULL);
+  pthread_cond_init(&x->cv, NULL);
+  if (cl) x->cl = *cl;
+  x->n_items = n_items;
+  x->n_local = n_local;
+  if (opt)
+    x->opt = *opt;
+  else
+    hlb_exec_options_default(&x->opt);
+  rc = agree(x, check_local(x, local_pus, n_local, cl, n_items), "its argument checks");
+  if (rc == 0) rc = layout(x, local_pus);
+  if (rc == 0) rc = setup(x);
+  if (rc == 0) {
+    run_all(x);
+    if (x->rank == 0) {
+      rc = finish(x);
+      if (stats) fill_stats(x, stats);
+    }
+    rc = share_result(x, rc);
+  }
+  hlb_balancer_destroy(x->b);
+  release_local(x);
+  pthread_cond_destroy(&x->cv);
+  pthread_mutex_destroy(&x->mu);
+  MPI_Comm_free(&x->comm);
+  free(x);
+  return rc;
+}
