@@ -143,13 +143,8 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
     hlb__plb_refit(h->ctx, p, &q->u, (double)h->ctx->n_items);
     q->next_fit = (size_t)ceil((double)q->u.good * h->prm[P_REFIT]) + 1;
     recompute_corr(h, q);
-  } else if (!q->u.fitted) {
-    /* hlb__plb_observe moved the line with this sample; keep the correction relative. */
-    if (!first && before > 0 && isfinite(before)) {
-      double a = h->prm[P_SMOOTH];
-      q->corr = (1.0 - a) * q->corr + a * t / before;
-    }
   } else if (!first && before > 0 && isfinite(before)) {
+    /* Relative to the base before this sample (the straight line moves with each one). */
     double a = h->prm[P_SMOOTH];
     q->corr = (1.0 - a) * q->corr + a * t / before;
   }

@@ -89,33 +89,28 @@ void hlb__plb_curve_scaled(hlb_curve *out, const hlb_curve *c, double f) {
  * cost per item) within a factor 1.4 from the largest block seen to 16 times it: a fit of a
  * few small blocks can bend away wildly beyond them, and the equal-finish-time solve
  * extrapolates to each PU's whole share. */
-static int fit_sane(const hlb_curve *c, const hlb__plb_pu *u, const hlb_curve *line,
-                    double x_max) {
+static int fit_sane(const hlb_curve *c, const hlb__plb_pu *u, const hlb_curve *line, double x_max) {
   double lo = u->min_items > 0 ? u->min_items : 1.0;
   double prev = 0.0;
   for (int i = 0; i <= 8; i++) {
     double x = lo * pow(x_max / lo, i / 8.0);
     double t = hlb_curve_time(c, x);
-    if (!isfinite(t) || t <= 0 || t < prev * (1.0 - 1e-9))
-      return 0;
+    if (!isfinite(t) || t <= 0 || t < prev * (1.0 - 1e-9)) return 0;
     prev = t;
   }
   for (int i = 0; i <= 2; i++) {
     double x = u->max_items * (double)(1 << (2 * i)); /* 1x, 4x, 16x */
     double r = hlb_curve_time(c, x) / hlb_curve_time(line, x);
-    if (!(r > 1.0 / 1.4 && r < 1.4))
-      return 0;
+    if (!(r > 1.0 / 1.4 && r < 1.4)) return 0;
   }
   return 1;
 }
 
 int hlb__plb_refit(const hlb_policy_ctx *ctx, unsigned p, hlb__plb_pu *u, double x_max) {
-  if (!(u->rate > 0))
-    return -1;
+  if (!(u->rate > 0)) return -1;
   hlb_curve c, line;
   int have_line = hlb__plb_affine_curve(u, &line);
-  if (x_max < 1)
-    x_max = 1;
+  if (x_max < 1) x_max = 1;
   if (have_line && hlb_model_fit(ctx->models[p], x_max) == 0 &&
       hlb_model_curve(ctx->models[p], &c) == 0 && fit_sane(&c, u, &line, x_max)) {
     u->curve = c;
