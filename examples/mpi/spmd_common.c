@@ -124,11 +124,12 @@ void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s
   hlb_spmd_layout(s, &counts, NULL);
   printf("{\"app\":\"%s\",\"ranks\":%d,\"rows\":%zu,\"iterations\":%u,\"policy\":\"%s\","
          "\"time_s\":%.6f,\"redistributions\":%u,\"redistribute_s\":%.6f,\"rows_moved\":%zu,"
-         "\"first_redistribution_iter\":%ld,\"papi\":%s,\"error\":%.3e,"
+         "\"first_redistribution_iter\":%ld,\"shared_intervals\":%u,\"papi\":%s,\"error\":%.3e,"
          "\"checksum\":\"%016llx\",\"final_counts\":[",
          app, size, a->rows, a->iterations, a->policy ? a->policy : "default", time_s,
          st.redistributions, st.redistribute_s, st.rows_moved,
-         hlb_spmd_redistribution_iteration(s, 0), st.papi ? "true" : "false", error,
+         hlb_spmd_redistribution_iteration(s, 0), st.shared_intervals, st.papi ? "true" : "false",
+         error,
          (unsigned long long)checksum);
   for (int r = 0; r < size; r++)
     printf("%s%zu", r ? "," : "", counts[r]);

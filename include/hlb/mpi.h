@@ -92,6 +92,8 @@ typedef struct hlb_spmd_stats {
   double redistribute_s;      /* total time spent moving rows (slowest rank) */
   size_t rows_moved;          /* rows that changed owner, summed over redistributions */
   int papi;                   /* 1 when FLOPs came from PAPI */
+  unsigned shared_intervals;  /* intervals in which some rank lost >= 5 % of its wall time to
+                                 other processes (FLEX-MPI's TH1 test, whatever the policy) */
   hlb_repart_decision last;   /* the last interval's decision */
 } hlb_spmd_stats;
 HLB_EXTERN void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out);

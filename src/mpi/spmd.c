@@ -12,6 +12,9 @@
 #define HLB_SPMD_MAX_CSR 8
 #define HLB_SPMD_DEFAULT_INTERVAL 100 /* iterations per sampling interval (002 section 4) */
 #define HLB_SPMD_MAX_PARAMS 16
+/* A rank losing this share of its wall time to other processes counts as shared (the
+ * statistic uses FLEX-MPI's TH1 = 5 %, 002 section 3.2, whatever the policy). */
+#define HLB_SPMD_SHARED_TH 0.05
 
 typedef struct dense_array {
   void **data;
@@ -283,6 +286,13 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, s->gathered, (int)sizeof mine, MPI_BYTE,
                 s->comm);
   s->stats.intervals++;
+  for (int r = 0; r < s->size; r++) {
+    const hlb_rank_interval *iv = &s->gathered[r];
+    if (iv->real_s > 0 && (iv->real_s - iv->cpu_s) / iv->real_s >= HLB_SPMD_SHARED_TH) {
+      s->stats.shared_intervals++;
+      break;
+    }
+  }
   int rc = init_policy_once(s);
   if (rc)
     return rc;

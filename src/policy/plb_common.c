@@ -207,16 +207,63 @@ size_t hlb__plb_round(const hlb_policy_ctx *ctx, double x) {
   return (size_t)k * g;
 }
 
+int hlb__plb_minmax_init(hlb__plb_minmax *m, unsigned n) {
+  unsigned size = 1;
+  while (size < n)
+    size *= 2;
+  m->size = size;
+  m->lo = malloc(2 * (size_t)size * sizeof *m->lo);
+  m->hi = malloc(2 * (size_t)size * sizeof *m->hi);
+  if (!m->lo || !m->hi) {
+    hlb__plb_minmax_free(m);
+    return hlb__error(HLB_ENOMEM, "policy: no memory for a min/max tree over %u PUs", n);
+  }
+  hlb__plb_minmax_clear(m);
+  return 0;
+}
+
+void hlb__plb_minmax_free(hlb__plb_minmax *m) {
+  free(m->lo);
+  free(m->hi);
+  memset(m, 0, sizeof *m);
+}
+
+void hlb__plb_minmax_clear(hlb__plb_minmax *m) {
+  for (size_t i = 0; i < 2 * (size_t)m->size; i++) {
+    m->lo[i] = INFINITY;
+    m->hi[i] = -INFINITY;
+  }
+}
+
+static void minmax_put(hlb__plb_minmax *m, unsigned p, double lo, double hi) {
+  size_t i = (size_t)m->size + p;
+  m->lo[i] = lo;
+  m->hi[i] = hi;
+  for (i /= 2; i >= 1; i /= 2) {
+    m->lo[i] = fmin(m->lo[2 * i], m->lo[2 * i + 1]);
+    m->hi[i] = fmax(m->hi[2 * i], m->hi[2 * i + 1]);
+  }
+}
+
+void hlb__plb_minmax_set(hlb__plb_minmax *m, unsigned p, double v) {
+  if (p < m->size) minmax_put(m, p, v, v);
+}
+
+void hlb__plb_minmax_remove(hlb__plb_minmax *m, unsigned p) {
+  if (p < m->size) minmax_put(m, p, INFINITY, -INFINITY);
+}
+
+void hlb__plb_minmax_range(const hlb__plb_minmax *m, double *lo, double *hi) {
+  *lo = m->lo[1];
+  *hi = m->hi[1];
+}
+
+/* Both O(1): the balancer keeps the counts (policy.h). A retired PU has nothing in flight, so
+ * the balancer's busy count covers alive PUs only. */
 unsigned hlb__plb_alive(const hlb_policy_ctx *ctx) {
-  unsigned n = 0;
-  for (unsigned p = 0; p < ctx->n_pus; p++)
-    n += hlb_balancer_pu_alive(ctx->balancer, p) != 0;
-  return n;
+  return hlb_balancer_alive(ctx->balancer);
 }
 
 unsigned hlb__plb_busy(const hlb_policy_ctx *ctx) {
-  unsigned n = 0;
-  for (unsigned p = 0; p < ctx->n_pus; p++)
-    n += hlb_balancer_pu_alive(ctx->balancer, p) && hlb_balancer_in_flight(ctx->balancer, p) > 0;
-  return n;
+  return hlb_balancer_busy(ctx->balancer);
 }

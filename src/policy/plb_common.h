@@ -94,7 +94,23 @@ unsigned hlb__plb_solve(const hlb_policy_ctx *ctx, hlb__plb_ws *ws, const hlb_cu
 /* Round a wanted block size to the balancer's granularity, at least one granule. */
 size_t hlb__plb_round(const hlb_policy_ctx *ctx, double x);
 
-/* Number of alive PUs, and the number of alive PUs with a block in flight. */
+/* Smallest and largest of one value per PU, with PUs leaving and entering, each change in
+ * O(log n) and the range in O(1): a tournament tree over the PUs (an empty leaf holds
+ * +inf / -inf). Lets a policy compare every PU's figure after each block without a scan. */
+typedef struct hlb__plb_minmax {
+  unsigned size; /* leaves: a power of two >= n */
+  double *lo, *hi;
+} hlb__plb_minmax;
+
+int hlb__plb_minmax_init(hlb__plb_minmax *m, unsigned n);
+void hlb__plb_minmax_free(hlb__plb_minmax *m);
+void hlb__plb_minmax_clear(hlb__plb_minmax *m); /* every PU empty */
+void hlb__plb_minmax_set(hlb__plb_minmax *m, unsigned p, double v);
+void hlb__plb_minmax_remove(hlb__plb_minmax *m, unsigned p);
+/* Over the non-empty PUs: *lo > *hi when there is none. */
+void hlb__plb_minmax_range(const hlb__plb_minmax *m, double *lo, double *hi);
+
+/* Number of alive PUs, and the number of alive PUs with a block in flight; both O(1). */
 unsigned hlb__plb_alive(const hlb_policy_ctx *ctx);
 unsigned hlb__plb_busy(const hlb_policy_ctx *ctx);
 

@@ -61,6 +61,7 @@ typedef struct hac {
   unsigned *vstep; /* virtual step of each PU */
   unsigned step;   /* newest virtual step */
   double decay;    /* product of the (1 - alpha) factors so far */
+  unsigned scan;   /* PUs below this have finished training (or were retired) */
 } hac;
 
 static void hac_fini(void *state) {
@@ -131,10 +132,14 @@ static void model_and_solve(hac *h) {
     h->X[p] = m ? hlb__plb_round(h->ctx, h->x[p]) : h->x_init;
 }
 
-static int training_over(const hac *h) {
-  for (unsigned p = 0; p < h->n; p++)
-    if (hlb_balancer_pu_alive(h->ctx->balancer, p) && h->finished[p] < 2) return 0;
-  return 1;
+/* A PU only goes from training to trained, or from alive to retired, so the scan resumes
+ * where it stopped: O(n) over the whole training, not per call (every waiting PU asks again
+ * after each block). */
+static int training_over(hac *h) {
+  while (h->scan < h->n &&
+         (!hlb_balancer_pu_alive(h->ctx->balancer, h->scan) || h->finished[h->scan] >= 2))
+    h->scan++;
+  return h->scan == h->n;
 }
 
 static int exec_next(hac *h, unsigned pu, size_t *count);

@@ -72,6 +72,9 @@ typedef struct hec {
   double epoch_start;
   double *dur_sum;
   unsigned *dur_n;
+  hlb__plb_minmax spread; /* each PU's mean dur_sum / dur_n this epoch */
+  size_t step_sum;        /* sum of X over the alive PUs */
+  unsigned round_scan;    /* PUs below this are known done with the round (or retired) */
   int tail_done;
 } hec;
 
@@ -91,6 +94,7 @@ static void hec_fini(void *state) {
   free(h->X);
   free(h->dur_sum);
   free(h->dur_n);
+  hlb__plb_minmax_free(&h->spread);
   free(h);
 }
 
@@ -115,7 +119,7 @@ static int hec_init(const hlb_policy_ctx *ctx, void **state) {
   h->dur_n = calloc(n, sizeof *h->dur_n);
   if (!h->u || !h->curves || !h->usable || !h->x || !h->ready || !h->last_rate ||
       !h->granted_round || !h->done_round || !h->round_size || !h->X || !h->dur_sum || !h->dur_n ||
-      hlb__plb_ws_init(&h->ws, n) != 0) {
+      hlb__plb_ws_init(&h->ws, n) != 0 || hlb__plb_minmax_init(&h->spread, n) != 0) {
     hec_fini(h);
     return hlb__error(HLB_ENOMEM, "plb-hec: no memory for %u PUs", n);
   }
@@ -139,6 +143,7 @@ static void set_round_sizes(hec *h) {
     if (h->last_rate[p] > 0 && h->last_rate[p] < slowest) slowest = h->last_rate[p];
   }
   double mult = ldexp(1.0, h->round);
+  h->round_scan = 0;
   for (unsigned p = 0; p < h->n; p++) {
     /* A PU with no usable measurement yet is treated like the slowest one measured. */
     double r = h->last_rate[p] > 0 ? h->last_rate[p] : slowest;
@@ -175,8 +180,11 @@ static void solve_sizes(hec *h, double items, double now, int with_ready) {
     h->ready[p] =
         with_ready && h->usable[p] ? hlb__plb_ready_in(h->ctx, p, &h->curves[p], now) : 0.0;
   unsigned m = hlb__plb_solve(h->ctx, &h->ws, h->curves, h->usable, h->ready, items, h->x, NULL);
-  for (unsigned p = 0; p < h->n; p++)
+  h->step_sum = 0;
+  for (unsigned p = 0; p < h->n; p++) {
     h->X[p] = m ? hlb__plb_round(h->ctx, h->x[p]) : h->x_init;
+    if (hlb_balancer_pu_alive(h->ctx->balancer, p)) h->step_sum += h->X[p];
+  }
 }
 
 static void start_epoch(hec *h, double now) {
@@ -185,6 +193,7 @@ static void start_epoch(hec *h, double now) {
     h->dur_sum[p] = 0.0;
     h->dur_n[p] = 0;
   }
+  hlb__plb_minmax_clear(&h->spread);
 }
 
 static void enter_exec(hec *h, double now) {
@@ -217,10 +226,14 @@ static void end_round(hec *h, double now) {
   set_round_sizes(h);
 }
 
-static int round_complete(const hec *h) {
-  for (unsigned p = 0; p < h->n; p++)
-    if (hlb_balancer_pu_alive(h->ctx->balancer, p) && h->done_round[p] < h->round) return 0;
-  return 1;
+/* Within a round a PU only goes from not done to done, or from alive to retired, so the scan
+ * resumes where it stopped: O(n) per round, not per call (a thousand waiting PUs ask again
+ * after every block). */
+static int round_complete(hec *h) {
+  while (h->round_scan < h->n && (!hlb_balancer_pu_alive(h->ctx->balancer, h->round_scan) ||
+                                  h->done_round[h->round_scan] >= h->round))
+    h->round_scan++;
+  return h->round_scan == h->n;
 }
 
 static int exec_next(hec *h, unsigned pu, double now, size_t *count);
@@ -240,13 +253,6 @@ static int train_next(hec *h, unsigned pu, double now, size_t *count) {
   return train_next(h, pu, now, count);
 }
 
-static size_t step_items(const hec *h) {
-  size_t s = 0;
-  for (unsigned p = 0; p < h->n; p++)
-    if (hlb_balancer_pu_alive(h->ctx->balancer, p)) s += h->X[p];
-  return s;
-}
-
 static int exec_next(hec *h, unsigned pu, double now, size_t *count) {
   if (h->rebalance) {
     if (pu == h->exempt) {
@@ -264,7 +270,7 @@ static int exec_next(hec *h, unsigned pu, double now, size_t *count) {
     h->exempt = UINT_MAX;
   }
   size_t left = hlb_balancer_remaining(h->ctx->balancer);
-  if (h->prm[P_TAIL] != 0 && !h->tail_done && left < step_items(h)) {
+  if (h->prm[P_TAIL] != 0 && !h->tail_done && left < h->step_sum) {
     h->tail_done = 1;
     refit_all(h);
     solve_sizes(h, (double)left, now, 1);
@@ -285,16 +291,11 @@ static int hec_next(void *state, unsigned pu, double now, size_t *count) {
  * F alone: the measured transfer includes queueing on a shared link, which is worst right
  * after a synchronisation (everyone sends at once) and which no new split can remove. */
 static void check_spread(hec *h, unsigned pu) {
-  double lo = INFINITY, hi = 0.0;
-  unsigned seen = 0;
-  for (unsigned p = 0; p < h->n; p++) {
-    if (h->dur_n[p] == 0 || !hlb_balancer_pu_alive(h->ctx->balancer, p)) continue;
-    double d = h->dur_sum[p] / h->dur_n[p];
-    lo = d < lo ? d : lo;
-    hi = d > hi ? d : hi;
-    seen++;
-  }
-  if (seen >= 2 && hi - lo > h->prm[P_THRESHOLD]) {
+  double lo, hi;
+  hlb__plb_minmax_set(&h->spread, pu, h->dur_sum[pu] / h->dur_n[pu]);
+  hlb__plb_minmax_range(&h->spread, &lo, &hi);
+  /* hi - lo > threshold >= 0 needs two PUs with different means, as the scan did. */
+  if (hi - lo > h->prm[P_THRESHOLD]) {
     h->rebalance = 1;
     h->exempt = pu;
   }
@@ -342,6 +343,14 @@ static void hec_failed(void *state, unsigned pu, const hlb_block *blk) {
   if (pu < h->n && h->phase == TRAIN) h->done_round[pu] = h->granted_round[pu];
 }
 
+/* A retired PU takes no part in the step or in the spread any more. */
+static void hec_retired(void *state, unsigned pu) {
+  hec *h = state;
+  if (pu >= h->n) return;
+  if (h->phase == EXEC) h->step_sum -= h->step_sum >= h->X[pu] ? h->X[pu] : h->step_sum;
+  hlb__plb_minmax_remove(&h->spread, pu);
+}
+
 const hlb_policy_ops hlb__policy_plb_hec = {
     .abi_version = HLB_POLICY_ABI_VERSION,
     .struct_size = sizeof(hlb_policy_ops),
@@ -354,6 +363,6 @@ const hlb_policy_ops hlb__policy_plb_hec = {
     .next = hec_next,
     .done = hec_done,
     .failed = hec_failed,
-    .retired = NULL,
+    .retired = hec_retired,
     .fini = hec_fini,
 };

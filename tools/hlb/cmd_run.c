@@ -14,6 +14,9 @@
 #include "hlb/ccp.h"
 #include "hlb/error.h"
 #include "hlb/exec.h"
+#ifdef HLB_CLI_WITH_MPI
+#include "hlb/mpi.h"
+#endif
 
 const char hlb_cmd_run_help[] =
     "run an app (matmul, blackscholes, kmeans, mandelbrot) on local PUs";
@@ -21,7 +24,7 @@ const char hlb_cmd_run_help[] =
 static const char usage_text[] =
     "usage: hlb run APP [--size N] [--policy P] [--pus cpu,opencl:0,cuda:0|all]\n"
     "               [--throttle PU=FACTOR]... [--trace FILE] [--json] [--compare]\n"
-    "               [--seed S] [--inject PU:N[:COUNT]]\n"
+    "               [--seed S] [--inject PU:N[:COUNT]] [--mpi]\n"
     "  APP          matmul | blackscholes | kmeans | mandelbrot\n"
     "  --size N     problem size (see below); default: the app's default\n"
     "  --policy P   balancing policy (hlb policies); default $HLB_POLICY, then hlb\n"
@@ -32,13 +35,15 @@ static const char usage_text[] =
     "  --json       print the result as JSON\n"
     "  --compare    also run greedy and static on the same PUs and report their makespans\n"
     "  --inject PU:N[:COUNT]  make PU fail its N-th block (and COUNT-1 more; 0 = all after)\n"
+    "  --mpi        under mpirun: rank 0 balances, every rank offers its --pus (libhlb_mpi);\n"
+    "               PU names are then NAME@RANK, e.g. --throttle cpu@1=4, --inject cpu@1:2\n"
     "Exit status: 0 verified, 1 wrong result or failed run, 2 bad usage.\n";
 
 typedef struct run_args {
   const char *app, *policy, *pus, *trace;
   size_t size;
   uint64_t seed;
-  int json, compare;
+  int json, compare, mpi;
   const char *throttle[HLB_EXEC_MAX_PUS];
   unsigned n_throttle;
   const char *inject;
@@ -62,6 +67,12 @@ static int parse_args(int argc, char **argv, run_args *a) {
       a->json = 1;
     } else if (!strcmp(argv[i], "--compare")) {
       a->compare = 1;
+    } else if (!strcmp(argv[i], "--mpi")) {
+#ifdef HLB_CLI_WITH_MPI
+      a->mpi = 1;
+#else
+      return hlb_cli_usage_error("run", "--mpi: this hlb was built without MPI (libhlb_mpi)");
+#endif
     } else if ((m = hlb_cli_option("run", argc, argv, &i, "--size", &v))) {
       if (m < 0 || hlb_cli_parse_size("run", "--size", v, 2, (size_t)1 << 40, &a->size))
         return HLB_EXIT_USAGE;
@@ -200,8 +211,9 @@ static void run_once(hlb_app *app, hlb_executor *ex, const hlb_exec_options *o, 
   if (out->rc) snprintf(out->error, sizeof out->error, "%s", hlb_last_error());
 }
 
+/* ranks: the MPI rank of each PU under --mpi, else NULL. */
 static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
-                       const outcome *greedy, const outcome *stat) {
+                       const outcome *greedy, const outcome *stat, const int *ranks) {
   const hlb_exec_stats *s = &r->st;
   printf("hlb run %s: size %zu, %zu items per pass, policy %s\n", a->app,
          a->size ? a->size : hlb_app_info_of(app)->default_size, hlb_app_items(app), s->policy);
@@ -217,7 +229,12 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
     char model[256];
     format_model(model, sizeof model, p);
     double busy = hlb_exec_busy_pct(s, i);
-    printf("%-10s %-7s %-42.42s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", s->pu[i].name,
+    char name[48];
+    if (ranks)
+      snprintf(name, sizeof name, "%s@%d", s->pu[i].name, ranks[i]);
+    else
+      snprintf(name, sizeof name, "%s", s->pu[i].name);
+    printf("%-10s %-7s %-42.42s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", name,
            hlb_backend_name(s->pu[i].backend), s->pu[i].device_name, p->items, p->blocks, busy,
            100 - busy, p->failed_blocks, p->retired ? " (retired)" : "", model);
   }
@@ -231,7 +248,7 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
 }
 
 static void print_json(const run_args *a, const outcome *r, const outcome *greedy,
-                       const outcome *stat) {
+                       const outcome *stat, const int *ranks) {
   const hlb_exec_stats *s = &r->st;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "app", a->app);
@@ -249,6 +266,7 @@ static void print_json(const run_args *a, const outcome *r, const outcome *greed
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "name", s->pu[i].name);
     cJSON_AddStringToObject(p, "kind", hlb_backend_name(s->pu[i].backend));
+    if (ranks) cJSON_AddNumberToObject(p, "rank", ranks[i]);
     cJSON_AddNumberToObject(p, "items", (double)s->per_pu[i].items);
     cJSON_AddNumberToObject(p, "blocks", (double)s->per_pu[i].blocks);
     cJSON_AddNumberToObject(p, "busy_pct", hlb_exec_busy_pct(s, i));
@@ -307,9 +325,9 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
     run_once(app, ex, &s, &r[2]);
   }
   if (a->json)
-    print_json(a, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL);
+    print_json(a, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, NULL);
   else
-    print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL);
+    print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, NULL);
   int ok = r[0].verified && rc == 0;
   if (!r[0].verified) fprintf(stderr, "hlb run: %s: %s\n", a->app, r[0].error);
   for (int k = 0; k < 3; k++)
@@ -318,12 +336,186 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   return ok ? HLB_EXIT_OK : HLB_EXIT_FAIL;
 }
 
+
+#ifdef HLB_CLI_WITH_MPI
+/* ---- hlb run --mpi: the same run spread over the ranks of MPI_COMM_WORLD (libhlb_mpi) ---- */
+
+/* Every rank's PU names, so "NAME@RANK" can be resolved to a global PU index on any rank
+ * (hlb_mpi_run numbers rank 0's PUs first, then rank 1's, ...). */
+typedef struct mpi_pu_names {
+  int n_ranks, rank;
+  int count[HLB_EXEC_MAX_PUS], first[HLB_EXEC_MAX_PUS];
+  char name[HLB_EXEC_MAX_PUS][32];
+  unsigned total;
+} mpi_pu_names;
+
+static int gather_names(const hlb_exec_pu *pus, unsigned n, mpi_pu_names *g) {
+  memset(g, 0, sizeof *g);
+  MPI_Comm_size(MPI_COMM_WORLD, &g->n_ranks);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g->rank);
+  if (g->n_ranks > HLB_EXEC_MAX_PUS)
+    return hlb_cli_usage_error("run", "--mpi: at most %d ranks", HLB_EXEC_MAX_PUS);
+  int mine = (int)n;
+  MPI_Allgather(&mine, 1, MPI_INT, g->count, 1, MPI_INT, MPI_COMM_WORLD);
+  int bytes[HLB_EXEC_MAX_PUS], displs[HLB_EXEC_MAX_PUS], at = 0;
+  for (int r = 0; r < g->n_ranks; r++) {
+    g->first[r] = at / 32;
+    bytes[r] = g->count[r] * 32;
+    displs[r] = at;
+    at += bytes[r];
+  }
+  if (at / 32 > HLB_EXEC_MAX_PUS)
+    return hlb_cli_usage_error("run", "--mpi: %d PUs over all ranks, at most %d", at / 32,
+                               HLB_EXEC_MAX_PUS);
+  char local[HLB_EXEC_MAX_PUS][32];
+  memset(local, 0, sizeof local);
+  for (unsigned i = 0; i < n; i++)
+    memcpy(local[i], pus[i].name, strnlen(pus[i].name, 31)); /* stays NUL-terminated */
+  MPI_Allgatherv(local, mine * 32, MPI_CHAR, g->name, bytes, displs, MPI_CHAR, MPI_COMM_WORLD);
+  g->total = (unsigned)(at / 32);
+  return 0;
+}
+
+/* Global index of "NAME@RANK" (len characters of spec), or -1. */
+static int resolve_global(const mpi_pu_names *g, const char *spec, size_t len, int *rank_out) {
+  const char *at = memchr(spec, '@', len);
+  if (!at) return -1;
+  char *end;
+  long r = strtol(at + 1, &end, 10);
+  if (end != spec + len || r < 0 || r >= g->n_ranks) return -1;
+  for (int i = 0; i < g->count[r]; i++)
+    if (strlen(g->name[g->first[r] + i]) == (size_t)(at - spec) &&
+        !strncmp(g->name[g->first[r] + i], spec, (size_t)(at - spec))) {
+      if (rank_out) *rank_out = (int)r;
+      return g->first[r] + i;
+    }
+  return -1;
+}
+
+static int mpi_throttles(const run_args *a, const mpi_pu_names *g, hlb_exec_pu *pus) {
+  for (unsigned k = 0; k < a->n_throttle; k++) {
+    const char *t = a->throttle[k], *eq = strchr(t, '=');
+    int r = -1, gi = eq ? resolve_global(g, t, (size_t)(eq - t), &r) : -1;
+    if (gi < 0)
+      return hlb_cli_usage_error("run", "--throttle '%s': expected NAME@RANK=FACTOR with a PU "
+                                 "of this run", t);
+    double f;
+    if (hlb_cli_parse_double("run", "--throttle", eq + 1, 1, 1e6, &f)) return HLB_EXIT_USAGE;
+    if (r == g->rank) pus[gi - g->first[r]].throttle = f;
+  }
+  return 0;
+}
+
+static int mpi_inject(const run_args *a, const mpi_pu_names *g, hlb_exec_options *o) {
+  if (!a->inject) return 0;
+  /* NAME@RANK:N[:COUNT]; the PU name has no ':' after its '@RANK'. */
+  const char *at = strchr(a->inject, '@');
+  const char *c1 = at ? strchr(at, ':') : NULL;
+  int gi = c1 ? resolve_global(g, a->inject, (size_t)(c1 - a->inject), NULL) : -1;
+  char *end = NULL;
+  unsigned long from = c1 ? strtoul(c1 + 1, &end, 10) : 0, count = 1;
+  if (end && *end == ':') count = strtoul(end + 1, &end, 10);
+  if (gi < 0 || from == 0 || !end || *end)
+    return hlb_cli_usage_error("run", "--inject '%s': expected NAME@RANK:N[:COUNT] with a PU "
+                               "of this run and N >= 1", a->inject);
+  o->inject_pu = gi;
+  o->inject_from = (unsigned)from;
+  o->inject_count = (unsigned)count;
+  return 0;
+}
+
+static void run_once_mpi(hlb_app *app, const hlb_exec_pu *pus, unsigned n,
+                         const hlb_exec_options *o, outcome *out, hlb_mpi_run_stats *st, int rank) {
+  memset(out, 0, sizeof *out);
+  out->rc = hlb_mpi_run(MPI_COMM_WORLD, pus, n, hlb_app_codelet(app), hlb_app_items(app), o, st);
+  if (out->rc == 0 && rank == 0) {
+    int v = hlb_app_verify(app);
+    out->verified = v == 0;
+    if (v) out->rc = v;
+  }
+  if (out->rc) snprintf(out->error, sizeof out->error, "%s", hlb_last_error());
+  out->st = st->exec;
+}
+
+/* Every rank takes part in every run; rank 0 owns the data, verifies and prints. */
+static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsigned n,
+                        const mpi_pu_names *g) {
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = a->policy;
+  int rc = mpi_inject(a, g, &o);
+  if (rc) return rc;
+  outcome r[3];
+  hlb_mpi_run_stats st[3];
+  memset(st, 0, sizeof st);
+  const char *policies[3] = {a->policy, "greedy", "static"};
+  int runs = a->compare ? 3 : 1;
+  for (int k = 0; k < runs; k++) {
+    hlb_exec_options ok = o;
+    ok.policy = policies[k];
+    if (k) ok.inject_pu = -1;
+    run_once_mpi(app, pus, n, &ok, &r[k], &st[k], g->rank);
+  }
+  int ok = r[0].verified;
+  if (g->rank == 0) {
+    if (r[0].rc && !r[0].st.n_pus) {
+      fprintf(stderr, "hlb run: %s\n", r[0].error);
+    } else {
+      if (a->trace && hlb_exec_write_trace(&r[0].st, a->trace)) {
+        fprintf(stderr, "hlb run: %s\n", hlb_last_error());
+        ok = 0;
+      }
+      if (a->json)
+        print_json(a, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
+      else
+        print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL,
+                   st[0].rank);
+      if (!r[0].verified) fprintf(stderr, "hlb run: %s: %s\n", a->app, r[0].error);
+    }
+  }
+  for (int k = 0; k < runs; k++)
+    hlb_mpi_run_stats_clear(&st[k]);
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return ok ? HLB_EXIT_OK : HLB_EXIT_FAIL;
+}
+
+static int run_mpi(const run_args *a, hlb_app *app) {
+  if (!hlb_app_codelet(app))
+    return hlb_cli_usage_error("run", "--mpi runs single-pass apps; '%s' is iterative", a->app);
+  int provided = 0;
+  MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+  hlb_exec_pu pus[HLB_EXEC_MAX_PUS];
+  unsigned n = 0;
+  mpi_pu_names g;
+  int rc = hlb_exec_parse_pus(a->pus, pus, HLB_EXEC_MAX_PUS, &n);
+  if (rc) rc = hlb_cli_lib_error("run", rc);
+  /* Every rank must agree to go on, or the collectives below would wait forever. */
+  int bad = rc != 0, any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+  if (!any_bad) rc = gather_names(pus, n, &g);
+  if (!any_bad && !rc) rc = mpi_throttles(a, &g, pus);
+  bad = rc != 0;
+  if (!any_bad) MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+  if (!any_bad) rc = run_mpi_runs(a, app, pus, n, &g);
+  else if (!rc) rc = HLB_EXIT_USAGE;
+  MPI_Finalize();
+  return rc;
+}
+#endif
+
 int hlb_cmd_run(int argc, char **argv) {
   run_args a;
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc < 0 ? HLB_EXIT_OK : rc;
   hlb_app *app = NULL;
   if ((rc = hlb_app_create(a.app, a.size, a.seed, &app))) return hlb_cli_lib_error("run", rc);
+#ifdef HLB_CLI_WITH_MPI
+  if (a.mpi) {
+    rc = run_mpi(&a, app);
+    hlb_app_destroy(app);
+    return rc;
+  }
+#endif
   hlb_executor *ex = NULL;
   if ((rc = open_executor(&a, &ex)) == 0) rc = run_all(&a, app, ex);
   hlb_executor_destroy(ex);

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `mpirun -np N hlb run APP --mpi`: the same output and result check as `hlb run`, every PU
+# naming its rank, every item processed on some rank, and clear usage errors.
+set -euo pipefail
+hlb=$1
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
+fail=0
+for np in 2 3; do
+  out=$("${MPIRUN[@]}" -np $np "$hlb" run matmul --mpi --size 384 --pus cpu:1 --json \
+    --throttle "cpu:1@1=2")
+  echo "$out" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['verified'] is True, d
+ranks = sorted(p['rank'] for p in d['pus'])
+assert ranks == list(range($np)), ranks
+assert sum(p['items'] for p in d['pus']) == 384, d['pus']
+assert any(p['throttle_emulated'] for p in d['pus'] if p['rank'] == 1)
+print('np=$np ok:', [(p['name'], p['rank'], p['items']) for p in d['pus']])
+" || fail=1
+done
+# A failing PU on rank 1 is retired after repeated failures; the result is still right.
+out=$("${MPIRUN[@]}" -np 2 "$hlb" run blackscholes --mpi --size 20000 --pus cpu:1 --inject "cpu:1@1:1:0")
+echo "$out" | grep -q "retired" || { echo "FAIL: injected PU not retired"; fail=1; }
+echo "$out" | grep -q "verified against the reference" || { echo "FAIL: not verified"; fail=1; }
+# Usage errors exit 2 on every rank, never hang.
+set +e
+"${MPIRUN[@]}" -np 2 "$hlb" run matmul --mpi --pus cpu:1 --throttle cpu:1=3 >/dev/null 2>&1
+rc=$?
+"${MPIRUN[@]}" -np 2 "$hlb" run kmeans --mpi --pus cpu:1 >/dev/null 2>&1
+rc2=$?
+set -e
+[ $rc -ne 0 ] || { echo "FAIL: a throttle without @RANK was accepted"; fail=1; }
+[ $rc2 -ne 0 ] || { echo "FAIL: kmeans --mpi was accepted"; fail=1; }
+exit $fail
