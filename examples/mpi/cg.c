@@ -117,18 +117,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: matrix must be square, got %zux%zu\n", args.mtx, n, cols);
     rc = 2;
   }
-  hlb_spmd_options opt;
-  hlb_spmd_options_default(&opt);
-  if (args.policy)
-    opt.policy = args.policy;
-  opt.params = args.params;
-  opt.interval = args.interval;
   hlb_spmd *s = NULL;
-  if (!rc && hlb_spmd_create(MPI_COMM_WORLD, n, &opt, &s)) {
-    if (rank == 0)
-      fprintf(stderr, "hlb_cg: %s\n", hlb_last_error());
+  if (!rc && spmd_create(&args, "cg", n, &s))
     rc = 2;
-  }
   if (rc) {
     MPI_Finalize();
     return rc;
@@ -170,12 +161,7 @@ int main(int argc, char **argv) {
   double t0 = MPI_Wtime();
   for (unsigned it = 0; it < args.iterations; it++) {
     hlb_spmd_range(s, &first, &count);
-    const size_t *c, *d;
-    hlb_spmd_layout(s, &c, &d);
-    for (int r = 0; r < size; r++) {
-      counts[r] = (int)c[r];
-      displs[r] = (int)d[r];
-    }
+    spmd_layout_ints(s, size, counts, displs);
     q = realloc(q, (count + 1) * sizeof *q);
     hlb_spmd_begin(s);
     double c0 = MPI_Wtime();
@@ -201,14 +187,7 @@ int main(int argc, char **argv) {
         v.p[r] = v.r[r] + (rr_new / rr) * v.p[r];
     }
     rr = rr_new;
-    int changed = 0;
-    rc = hlb_spmd_end(s, 0.0, &changed);
-    if (changed)
-      spmd_note_redistribution(it);
-    if (rc) {
-      fprintf(stderr, "hlb_cg: rank %d: %s\n", rank, hlb_last_error());
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    spmd_end_iteration(s, "cg", 0.0, it);
   }
   double elapsed = MPI_Wtime() - t0;
   /* Error against the known solution x = 1: at the last convergence, or now. */

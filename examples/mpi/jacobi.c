@@ -53,17 +53,8 @@ int main(int argc, char **argv) {
     return rc;
   }
   size_t n = args.rows;
-  hlb_spmd_options opt;
-  hlb_spmd_options_default(&opt);
-  if (args.policy)
-    opt.policy = args.policy;
-  opt.params = args.params;
-  opt.interval = args.interval;
   hlb_spmd *s = NULL;
-  rc = hlb_spmd_create(MPI_COMM_WORLD, n, &opt, &s);
-  if (rc) {
-    if (rank == 0)
-      fprintf(stderr, "hlb_jacobi: %s\n", hlb_last_error());
+  if (spmd_create(&args, "jacobi", n, &s)) {
     MPI_Finalize();
     return 2;
   }
@@ -80,12 +71,7 @@ int main(int argc, char **argv) {
   double t0 = MPI_Wtime();
   for (unsigned it = 0; it < args.iterations; it++) {
     hlb_spmd_range(s, &first, &count);
-    const size_t *c, *d;
-    hlb_spmd_layout(s, &c, &d);
-    for (int r = 0; r < size; r++) {
-      counts[r] = (int)c[r];
-      displs[r] = (int)d[r];
-    }
+    spmd_layout_ints(s, size, counts, displs);
     x_local = realloc(x_local, (count ? count : 1) * sizeof *x_local);
     hlb_spmd_begin(s);
     double c0 = MPI_Wtime();
@@ -99,14 +85,7 @@ int main(int argc, char **argv) {
     }
     spmd_inject_load(&args, rank, it, MPI_Wtime() - c0);
     MPI_Allgatherv(x_local, (int)count, MPI_DOUBLE, x, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
-    int changed = 0;
-    rc = hlb_spmd_end(s, 2.0 * (double)n * (double)count, &changed);
-    if (changed)
-      spmd_note_redistribution(it);
-    if (rc) {
-      fprintf(stderr, "hlb_jacobi: rank %d: %s\n", rank, hlb_last_error());
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    spmd_end_iteration(s, "jacobi", 2.0 * (double)n * (double)count, it);
   }
   double elapsed = MPI_Wtime() - t0;
   double err = 0.0;

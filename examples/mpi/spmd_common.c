@@ -112,6 +112,42 @@ void spmd_note_redistribution(unsigned it) {
   }
 }
 
+int spmd_create(const spmd_args *a, const char *app, size_t rows, hlb_spmd **out) {
+  hlb_spmd_options opt;
+  hlb_spmd_options_default(&opt);
+  if (a->policy)
+    opt.policy = a->policy;
+  opt.params = a->params;
+  opt.interval = a->interval;
+  int rc = hlb_spmd_create(MPI_COMM_WORLD, rows, &opt, out);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rc && rank == 0)
+    fprintf(stderr, "hlb_%s: %s\n", app, hlb_last_error());
+  return rc;
+}
+
+void spmd_layout_ints(const hlb_spmd *s, int size, int *counts, int *displs) {
+  const size_t *c, *d;
+  hlb_spmd_layout(s, &c, &d);
+  for (int r = 0; r < size; r++) {
+    counts[r] = (int)c[r];
+    displs[r] = (int)d[r];
+  }
+}
+
+void spmd_end_iteration(hlb_spmd *s, const char *app, double work, unsigned it) {
+  int changed = 0;
+  if (hlb_spmd_end(s, work, &changed)) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr, "hlb_%s: rank %d: %s\n", app, rank, hlb_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (changed)
+    spmd_note_redistribution(it);
+}
+
 void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s, double error,
                  uint64_t checksum, int rank) {
   hlb_spmd_stats st;

@@ -32,6 +32,15 @@ void spmd_inject_load(const spmd_args *a, int rank, unsigned it, double compute_
 /* FNV-1a hash of bytes: the examples print it so runs can be compared bit for bit. */
 uint64_t spmd_hash(const void *data, size_t bytes);
 
+/* hlb_spmd_create with the options of the command line; prints the error on rank 0. */
+int spmd_create(const spmd_args *a, const char *app, size_t rows, hlb_spmd **out);
+
+/* The current split as MPI int counts and displacements (for MPI_Allgatherv). */
+void spmd_layout_ints(const hlb_spmd *s, int size, int *counts, int *displs);
+
+/* hlb_spmd_end for iteration `it`: notes a redistribution, aborts the job on an error. */
+void spmd_end_iteration(hlb_spmd *s, const char *app, double work, unsigned it);
+
 /* Remember that rows moved after iteration `it` (for the report's redistributions_at). */
 void spmd_note_redistribution(unsigned it);
 

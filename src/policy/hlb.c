@@ -19,6 +19,7 @@
  *   a grant costs O(log) amortised even at 1000 PUs.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,11 +70,13 @@ typedef struct hlbp {
   double target;  /* predicted common finish time of the last solve (driver's clock) */
   int planned;    /* target is valid */
   unsigned since; /* grants since the last solve */
+  unsigned long nplans, ninval;
 } hlbp;
 
 static void hlb_fini(void *state) {
   hlbp *h = state;
   if (!h) return;
+  if (getenv("HLBCNT")) fprintf(stderr, "plans %lu inval %lu\n", h->nplans, h->ninval);
   hlb__plb_ws_free(&h->ws);
   free(h->pu);
   free(h->curves);
@@ -149,7 +152,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
     q->corr = (1.0 - a) * q->corr + a * t / before;
   }
   /* A fresh estimate, or one that moved by more than 10 %, invalidates the plan. */
-  if (first || fabs(q->corr / old - 1.0) > 0.1) h->planned = 0;
+  if (first || fabs(q->corr / old - 1.0) > 0.1) { h->planned = 0; h->ninval++; }
 }
 
 static double median_rate(const hlbp *h) {
@@ -203,6 +206,7 @@ static void plan(hlbp *h, double now) {
   double ms = 0.0;
   unsigned m = hlb__plb_solve(h->ctx, &h->ws, h->curves, h->usable, h->ready, left, h->x, &ms);
   h->planned = m > 0;
+  h->nplans++;
   h->target = now + ms;
   h->since = 0;
 }
@@ -249,6 +253,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   double cap = h->prm[P_GROW] * q->u.max_items;
   if (x > cap) x = cap;
   *count = hlb__plb_round(h->ctx, x);
+  if (getenv("HLBDBG")) fprintf(stderr, "DBG next pu %u now %.4f share %.1f x %.1f min %.1f amort %.1f cap %.1f left %.0f target %.4f count %zu\n", pu, now, share, h->prm[P_FRACTION]*share, min_x, amort, cap, left, h->target, *count);
   return HLB_GRANT;
 }
 
@@ -260,6 +265,7 @@ static void hlb_done(void *state, unsigned pu, const hlb_sample *s) {
     return;
   }
   learn(h, pu, s);
+  if (getenv("HLBDBG")) { hpu *q=&h->pu[pu]; fprintf(stderr, "DBG done pu %u x %zu c %.5f t %.5f rate %.1f corr %.3f fitted %d a %.6f b %.3g good %zu\n", pu, s->block.count, s->compute_s, s->transfer_s, q->u.rate, q->corr, q->u.fitted, hlb_curve_time(&q->u.curve, 1.0), hlb_curve_time(&q->u.curve, 1001.0)-hlb_curve_time(&q->u.curve, 1.0), q->u.good); }
 }
 
 static void hlb_failed(void *state, unsigned pu, const hlb_block *blk) {

@@ -38,4 +38,35 @@ for np in 2 3 4; do
   python3 -c "import sys; sys.exit(0 if float('$err') < 1e-6 else 1)" || { echo "FAIL: CG error $err"; fail=1; }
   if [ "$moves" -lt 1 ]; then echo "FAIL: CG saw no redistribution"; fail=1; fi
 done
+# CG reads a Matrix Market file (symmetric, lower triangle stored): a 12x12 grid Laplacian
+# written here, solved on 1 and 3 ranks with rows moving.
+mtx=$(mktemp --suffix .mtx)
+trap 'rm -f "$mtx"' EXIT
+python3 - "$mtx" <<'PY'
+import sys
+g = 12; n = g * g; entries = []
+for i in range(n):
+    entries.append((i, i, 4.0))
+    if i % g: entries.append((i, i - 1, -1.0))
+    if i >= g: entries.append((i, i - g, -1.0))
+with open(sys.argv[1], "w") as f:
+    f.write("%%MatrixMarket matrix coordinate real symmetric\n% grid Laplacian\n")
+    f.write(f"{n} {n} {len(entries)}\n")
+    for i, j, v in entries:
+        f.write(f"{i + 1} {j + 1} {v}\n")
+PY
+for np in 1 3; do
+  out=$("${MPIRUN[@]}" -np $np "$bin/hlb_cg" --mtx "$mtx" --iters 300 --interval 10 --policy ccp \
+    --params "gain=0" --inject-rank 0 --inject-from 20 --inject-frac 2)
+  err=$(echo "$out" | field error)
+  echo "cg --mtx np=$np error=$err redistributions=$(echo "$out" | field redistributions)"
+  python3 -c "import sys; sys.exit(0 if float('$err') < 1e-6 else 1)" || { echo "FAIL: CG on the file: error $err"; fail=1; }
+done
+# A malformed file is refused with its name and line.
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n' > "$mtx"
+if "${MPIRUN[@]}" -np 1 "$bin/hlb_cg" --mtx "$mtx" --iters 5 2>"$mtx.err"; then
+  echo "FAIL: an entry outside the matrix was accepted"; fail=1
+fi
+grep -q "$mtx:3" "$mtx.err" || { echo "FAIL: no line number in: $(cat "$mtx.err")"; fail=1; }
+rm -f "$mtx.err"
 exit $fail
