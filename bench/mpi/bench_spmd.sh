@@ -37,7 +37,7 @@ run_one() { # app load policy -> JSON line plus "load_epoch"
     load_pid=$!
     load_epoch=$(date +%s.%N)
   fi
-  wait $app_pid
+  wait $app_pid || true  # a CG run that has not converged yet exits 1; its error is reported
   [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null && wait "$load_pid" 2>/dev/null || true
   python3 - "$out/run.json" "$load_epoch" <<'PY'
 import json, sys

@@ -4,6 +4,10 @@
  * - No synchronisation, no training rounds: each PU's first block is a small probe; after
  *   that it is planned like every other block, its size capped at `grow` times the largest
  *   block the PU has completed, so a young model is never trusted far beyond its data.
+ * - Until the model can be fitted, a PU's curve is the least-squares line through its
+ *   samples (fixed cost + cost per item), not its mean rate: the mean rate of small blocks
+ *   carries their fixed cost into the cost per item and hides the fixed cost itself, so the
+ *   PU looks slow and gets small blocks that keep it looking slow.
  * - Every plan is the equal-finish-time split of the items still in the pool, with the busy
  *   PUs' predicted ready times (PLB-HAC solves a fixed step instead and needs gap filling and
  *   a 70 % decay to repair the end). A PU gets `fraction` of its share, so blocks shrink
@@ -15,11 +19,15 @@
  * - Rejected samples teach nothing and stop nothing; lost blocks go back to the pool and the
  *   plan is redone; a PU is kept waiting only at the very end, when even its smallest block
  *   would finish after the others and someone else is still busy.
- * - Cost: the split is re-solved once per n/16 grants (and whenever something changed), so
- *   a grant costs O(log) amortised even at 1000 PUs.
+ * - Cost: the split is re-solved once per n/16 grants, a changed estimate (a PU's first
+ *   sample, or a correction that moved by more than 10 %) counting as four grants; below 80
+ *   PUs that means every change re-solves at once. A decision thus costs O(1) amortised plus
+ *   its share of the solve, about 16 curve evaluations per solver iteration at any n. (Every
+ *   change re-solving at once cost O(n) per decision: at 10^4 PUs, 10^4 first samples alone
+ *   made 10^4 solves.) A PU's own block always uses its newest curve against the last
+ *   solve's common finish time.
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,16 +75,15 @@ typedef struct hlbp {
   hlb_curve *curves; /* effective curve (base * corr) of each PU for the solve */
   int *usable;
   double *ready, *x;
-  double target;  /* predicted common finish time of the last solve (driver's clock) */
-  int planned;    /* target is valid */
-  unsigned since; /* grants since the last solve */
-  unsigned long nplans, ninval;
+  double target;    /* predicted common finish time of the last solve (driver's clock) */
+  int planned;      /* target is valid */
+  unsigned since;   /* grants since the last solve */
+  unsigned changed; /* estimates that moved since the last solve */
 } hlbp;
 
 static void hlb_fini(void *state) {
   hlbp *h = state;
   if (!h) return;
-  if (getenv("HLBCNT")) fprintf(stderr, "plans %lu inval %lu\n", h->nplans, h->ninval);
   hlb__plb_ws_free(&h->ws);
   free(h->pu);
   free(h->curves);
@@ -137,6 +144,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   double before = q->u.good ? base_time(q, x) : 0.0;
   int first = q->u.good == 0;
   hlb__plb_observe(&q->u, s);
+  if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;
   q->ring_at = (q->ring_at + 1) % RING;
@@ -146,13 +154,17 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
     hlb__plb_refit(h->ctx, p, &q->u, (double)h->ctx->n_items);
     q->next_fit = (size_t)ceil((double)q->u.good * h->prm[P_REFIT]) + 1;
     recompute_corr(h, q);
+  } else if (!q->u.fitted) {
+    /* The line moved with this sample: weigh the recent samples against the new line, not
+     * this one against the old line, or the sample would count twice (once in the line, once
+     * in the correction) and one fast block would make a long last block look short. */
+    recompute_corr(h, q);
   } else if (!first && before > 0 && isfinite(before)) {
-    /* Relative to the base before this sample (the straight line moves with each one). */
     double a = h->prm[P_SMOOTH];
     q->corr = (1.0 - a) * q->corr + a * t / before;
   }
-  /* A fresh estimate, or one that moved by more than 10 %, invalidates the plan. */
-  if (first || fabs(q->corr / old - 1.0) > 0.1) { h->planned = 0; h->ninval++; }
+  /* A fresh estimate, or one that moved by more than 10 %, makes the plan stale. */
+  if (first || fabs(q->corr / old - 1.0) > 0.1) h->changed++;
 }
 
 static double median_rate(const hlbp *h) {
@@ -206,16 +218,16 @@ static void plan(hlbp *h, double now) {
   double ms = 0.0;
   unsigned m = hlb__plb_solve(h->ctx, &h->ws, h->curves, h->usable, h->ready, left, h->x, &ms);
   h->planned = m > 0;
-  h->nplans++;
   h->target = now + ms;
   h->since = 0;
+  h->changed = 0;
 }
 
 static int needs_plan(const hlbp *h, double now, unsigned alive) {
   unsigned every = alive / 16 ? alive / 16 : 1;
   size_t left = hlb_balancer_remaining(h->ctx->balancer);
   /* Near the end every decision matters: plan each time. */
-  return !h->planned || h->since >= every || !(h->target > now) ||
+  return !h->planned || h->since + 4 * h->changed >= every || !(h->target > now) ||
          (alive <= 64 && (double)left < 0.1 * (double)h->ctx->n_items);
 }
 
@@ -232,7 +244,9 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   }
   if (needs_plan(h, now, alive)) plan(h, now);
   h->since++;
-  const hlb_curve *c = &h->curves[pu];
+  hlb_curve own; /* this PU's newest estimate: it may have moved since the solve */
+  hlb__plb_curve_scaled(&own, &q->u.curve, q->corr);
+  const hlb_curve *c = &own;
   double left = (double)hlb_balancer_remaining(h->ctx->balancer);
   double share = h->planned ? hlb__plb_inverse(c, h->target - now, left) : left / alive;
   double g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
@@ -253,7 +267,6 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   double cap = h->prm[P_GROW] * q->u.max_items;
   if (x > cap) x = cap;
   *count = hlb__plb_round(h->ctx, x);
-  if (getenv("HLBDBG")) fprintf(stderr, "DBG next pu %u now %.4f share %.1f x %.1f min %.1f amort %.1f cap %.1f left %.0f target %.4f count %zu\n", pu, now, share, h->prm[P_FRACTION]*share, min_x, amort, cap, left, h->target, *count);
   return HLB_GRANT;
 }
 
@@ -265,7 +278,6 @@ static void hlb_done(void *state, unsigned pu, const hlb_sample *s) {
     return;
   }
   learn(h, pu, s);
-  if (getenv("HLBDBG")) { hpu *q=&h->pu[pu]; fprintf(stderr, "DBG done pu %u x %zu c %.5f t %.5f rate %.1f corr %.3f fitted %d a %.6f b %.3g good %zu\n", pu, s->block.count, s->compute_s, s->transfer_s, q->u.rate, q->corr, q->u.fitted, hlb_curve_time(&q->u.curve, 1.0), hlb_curve_time(&q->u.curve, 1001.0)-hlb_curve_time(&q->u.curve, 1.0), q->u.good); }
 }
 
 static void hlb_failed(void *state, unsigned pu, const hlb_block *blk) {
