@@ -231,6 +231,22 @@ static int needs_plan(const hlbp *h, double now, unsigned alive) {
          (alive <= 64 && (double)left < 0.1 * (double)h->ctx->n_items);
 }
 
+/* The curve's fixed cost per block: its time at one granule less that granule's share of the
+ * cost per item, the slope being the secant up to the largest block measured (exact for a
+ * line a + b x; for a concave curve the secant is flatter, so the estimate errs high). The
+ * time of one granule is not the fixed cost: with none, it is the cost per item, and
+ * overhead_max of it asked for blocks of 1 / overhead_max granules, so every PU's last block
+ * was 20-40 granules and the pool ran dry while some PUs still had most of theirs to do
+ * (64 Jacobi ranks, 78 rows each: the first PU idled 5 s of 33). Without a measured size
+ * beyond two granules the slope is unknown: the whole time counts. */
+static double fixed_cost(const hlb_curve *c, double g, double x_ref) {
+  double tg = hlb_curve_time(c, g);
+  if (!(x_ref > 2.0 * g)) return tg;
+  double slope = (hlb_curve_time(c, x_ref) - tg) / (x_ref - g);
+  double f = tg - g * slope;
+  return f > 0 ? (f < tg ? f : tg) : 0.0;
+}
+
 static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   hlbp *h = state;
   if (pu >= h->n) return hlb__error(HLB_EINVAL, "hlb: pu %u out of range (%u PUs)", pu, h->n);
@@ -257,7 +273,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
     return HLB_WAIT; /* even one granule here would finish after everyone else */
   /* Smallest sensible block: min_fraction of a PU's share, and long enough to amortise the
    * curve's fixed cost. */
-  double fixed = hlb_curve_time(c, g);
+  double fixed = fixed_cost(c, g, q->u.max_items);
   double min_x = h->prm[P_MIN] * per_pu;
   double amort = hlb__plb_inverse(c, fixed / h->prm[P_OVERHEAD], left);
   if (amort > min_x) min_x = amort;

@@ -149,6 +149,20 @@ static void hlb_waits_for_persistent_imbalance(void **state) {
   stop(&h);
 }
 
+static void hlb_ignores_noise_whose_slowest_rank_changes(void **state) {
+  (void)state;
+  harness h;
+  start(&h, "hlb", NULL, 2, 1000, NULL);
+  const double a_slow[2] = {800, 1000}, b_slow[2] = {1000, 800}; /* 20 % apart, alternating */
+  for (int i = 0; i < 10; i++)
+    assert_false(step(&h, i % 2 ? a_slow : b_slow, busy, 0).rebalance);
+  /* The same imbalance on the same rank twice in a row is acted on. */
+  assert_false(step(&h, b_slow, busy, 0).rebalance);
+  assert_true(step(&h, b_slow, busy, 0).rebalance);
+  assert_int_equal(h.counts[1], 444); /* 1000 * 800 / 1800 */
+  stop(&h);
+}
+
 static void hlb_skips_moves_that_cannot_pay_off(void **state) {
   (void)state;
   harness h;
@@ -251,6 +265,7 @@ int main(void) {
       cmocka_unit_test(flex_dedicated_test_uses_th1),
       cmocka_unit_test(communication_time_is_not_compute_time),
       cmocka_unit_test(hlb_waits_for_persistent_imbalance),
+      cmocka_unit_test(hlb_ignores_noise_whose_slowest_rank_changes),
       cmocka_unit_test(hlb_skips_moves_that_cannot_pay_off),
       cmocka_unit_test(hlb_splits_by_row_weights),
       cmocka_unit_test(ccp_moves_to_the_exact_split),
