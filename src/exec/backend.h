@@ -42,6 +42,13 @@ typedef struct hlb__backend_ops {
 /* The backend of a kind in this build, or NULL. */
 const hlb__backend_ops *hlb__backend_get(hlb_backend kind);
 
+/* Staging buffers of a PU's driver (threaded executor and MPI executor alike): make *buf at
+ * least `need` bytes, keeping it when it is already large enough. Host memory with realloc;
+ * device memory is released and allocated anew (its old contents are not needed). */
+int hlb__staging_grow_host(void **buf, size_t *cap, size_t need);
+int hlb__staging_grow_device(const hlb__backend_ops *ops, void *dev, void **buf, size_t *cap,
+                             size_t need);
+
 /* Cores of this machine (hwloc when available, else sysconf). */
 unsigned hlb__cpu_cores(void);
 

@@ -60,7 +60,7 @@ double hlb_exec_busy_pct(const hlb_exec_stats *s, unsigned i) {
   return p > 100 ? 100 : p;
 }
 
-static int grow_host(void **buf, size_t *cap, size_t need) {
+int hlb__staging_grow_host(void **buf, size_t *cap, size_t need) {
   if (need <= *cap) return 0;
   void *p = realloc(*buf, need);
   if (!p) return hlb__error(HLB_ENOMEM, "executor: cannot allocate %zu bytes of staging", need);
@@ -69,16 +69,19 @@ static int grow_host(void **buf, size_t *cap, size_t need) {
   return 0;
 }
 
-static int grow_dev(driver *d, void **buf, size_t *cap, size_t need) {
+int hlb__staging_grow_device(const hlb__backend_ops *ops, void *dev, void **buf, size_t *cap,
+                             size_t need) {
   if (need <= *cap) return 0;
-  const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
-  void *dev = d->r->ex->dev[d->pu];
   ops->release(dev, *buf);
   *buf = NULL;
   *cap = 0;
   int rc = ops->alloc(dev, need, buf);
   if (rc == 0) *cap = need;
   return rc;
+}
+
+static int grow_dev(driver *d, void **buf, size_t *cap, size_t need) {
+  return hlb__staging_grow_device(d->r->ex->ops[d->pu], d->r->ex->dev[d->pu], buf, cap, need);
 }
 
 /* Stage the block's input on the PU and point call->in/out at PU memory. */
@@ -89,13 +92,13 @@ static int stage_in(driver *d, const hlb_block *blk, hlb_exec_call *call) {
   const void *src = NULL;
   int rc = 0;
   if (in_b && cl->pack) {
-    if ((rc = grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
+    if ((rc = hlb__staging_grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
     cl->pack(cl->user, blk->begin, blk->count, d->host_in);
     src = d->host_in;
   } else if (in_b) {
     src = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
   }
-  if (out_b && cl->unpack && (rc = grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
+  if (out_b && cl->unpack && (rc = hlb__staging_grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
   void *host_out = !out_b       ? NULL
                    : cl->unpack ? d->host_out
                                 : (char *)cl->out + blk->begin * cl->out_bytes_per_item;

@@ -159,23 +159,8 @@ static void mpi_check(const dx *x, int mrc, const char *what, int peer) {
 
 /* ---- Moving blocks through one PU ---------------------------------------------------- */
 
-static int grow_host(void **buf, size_t *cap, size_t need) {
-  if (need <= *cap) return 0;
-  void *p = realloc(*buf, need);
-  if (!p) return hlb__error(HLB_ENOMEM, "hlb_mpi_run: cannot allocate %zu bytes of staging", need);
-  *buf = p;
-  *cap = need;
-  return 0;
-}
-
 static int grow_dev(dx_pu *d, void **buf, size_t *cap, size_t need) {
-  if (need <= *cap) return 0;
-  d->ops->release(d->dev, *buf);
-  *buf = NULL;
-  *cap = 0;
-  int rc = d->ops->alloc(d->dev, need, buf);
-  if (rc == 0) *cap = need;
-  return rc;
+  return hlb__staging_grow_device(d->ops, d->dev, buf, cap, need);
 }
 
 static int injected(const dx_pu *d) {
@@ -307,14 +292,14 @@ static int local_block(dx_pu *d, const hlb_block *blk, hlb_sample *s, double *th
   void *out = NULL;
   int rc = 0;
   if (in_b && cl->pack) {
-    if ((rc = grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
+    if ((rc = hlb__staging_grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
     cl->pack(cl->user, blk->begin, blk->count, d->host_in);
     in = d->host_in;
   } else if (in_b) {
     in = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
   }
   if (out_b && cl->unpack) {
-    if ((rc = grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
+    if ((rc = hlb__staging_grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
     out = d->host_out;
   } else if (out_b) {
     out = (char *)cl->out + blk->begin * cl->out_bytes_per_item;

@@ -80,3 +80,17 @@ int hlb_cli_option(const char *cmd, int argc, char **argv, int *i, const char *n
   *value = argv[++*i];
   return 1;
 }
+
+void hlb_cli_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      printf("\\%c", ch);
+    else if (ch < 0x20)
+      printf("\\u%04x", ch);
+    else
+      putchar(ch);
+  }
+  putchar('"');
+}

@@ -30,4 +30,8 @@ int hlb_cli_parse_size(const char *cmd, const char *opt, const char *s, size_t l
 int hlb_cli_option(const char *cmd, int argc, char **argv, int *i, const char *name,
                    const char **value);
 
+/* Print s to stdout as a JSON string literal, escaping quotes, backslashes and control bytes
+ * (names come from the user's files). */
+void hlb_cli_json_string(const char *s);
+
 #endif

@@ -173,19 +173,6 @@ static int check_curves(const char *file, const models *m, size_t items) {
   return 0;
 }
 
-static void json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      printf("\\%c", ch);
-    else if (ch < 0x20)
-      printf("\\u%04x", ch);
-    else
-      putchar(ch);
-  }
-  putchar('"');
-}
 
 static double finish_of(const models *m, unsigned p, size_t x) {
   return m->ready[p] + hlb_curve_time(&m->curve[p], (double)x);
@@ -196,7 +183,7 @@ static void print_result(const models *m, const size_t *x, double makespan, int 
     printf("{\"makespan_s\": %.17g, \"pus\": [", makespan);
     for (unsigned p = 0; p < m->n; p++) {
       printf("%s{\"name\": ", p ? ", " : "");
-      json_string(m->name[p]);
+      hlb_cli_json_string(m->name[p]);
       printf(", \"items\": %zu, \"finish_s\": %.17g}", x[p], finish_of(m, p, x[p]));
     }
     printf("]}\n");

@@ -68,20 +68,6 @@ static int parse_args(int argc, char **argv, plan_args *a) {
   return 0;
 }
 
-/* A JSON string: names come from the user's file and may hold quotes or control bytes. */
-static void json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      printf("\\%c", ch);
-    else if (ch < 0x20)
-      printf("\\u%04x", ch);
-    else
-      putchar(ch);
-  }
-  putchar('"');
-}
 
 static void print_json(const hlb_cluster *c, const hlb_plan_result *r) {
   printf("{\"makespan_s\": %.17g, \"solver\": \"%s\", \"solve_s\": %.9g, \"optimal\": %s, "
@@ -90,11 +76,11 @@ static void print_json(const hlb_cluster *c, const hlb_plan_result *r) {
   for (unsigned i = 0; i < c->n_nodes; i++) {
     const hlb_cluster_node *n = &c->nodes[i];
     printf("%s{\"name\": ", i ? ", " : "");
-    json_string(n->name);
+    hlb_cli_json_string(n->name);
     printf(", \"items\": %zu, \"pus\": [", r->node_items[i]);
     for (unsigned j = n->first_pu; j < n->first_pu + n->n_pus; j++) {
       printf("%s{\"name\": ", j > n->first_pu ? ", " : "");
-      json_string(c->pus[j].name);
+      hlb_cli_json_string(c->pus[j].name);
       printf(", \"items\": %zu}", r->pu_items[j]);
     }
     printf("]}");
