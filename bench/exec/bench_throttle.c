@@ -117,12 +117,12 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
     result r = run(app, two, policies[k], &ok);
     if (k == 0) reference = r.fitted_ideal;
-    printf("%-14s %12.4f %+11.1f%% %+11.1f%% %11.1f%% %11.1f%% %8zu %9s\n", policies[k],
-           r.makespan, 100 * (r.makespan / ideal - 1),
-           reference > 0 ? 100 * (r.makespan / reference - 1) : NAN, r.slow_share, r.fast_idle,
-           r.blocks, ok ? "yes" : "NO");
+    printf("%-14s %12.4f %+11.1f%% %+11.1f%% %11.1f%% %11.1f%% %8zu %9s\n", policies[k], r.makespan,
+           100 * (r.makespan / ideal - 1), reference > 0 ? 100 * (r.makespan / reference - 1) : NAN,
+           r.slow_share, r.fast_idle, r.blocks, ok ? "yes" : "NO");
   }
-  printf("ideal fitted (one block per PU on lines fitted to the hlb run's blocks): %.4f s\n", reference);
+  printf("ideal fitted (one block per PU on lines fitted to the hlb run's blocks): %.4f s\n",
+         reference);
   hlb_app_destroy(app);
   hlb_executor_destroy(one);
   hlb_executor_destroy(two);

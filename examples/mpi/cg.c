@@ -17,7 +17,8 @@
 
 static const char usage[] =
     "usage: hlb_cg (--mtx FILE | --rows GRID_SIDE) [--iters K] [--policy P] [--params S]\n"
-    "              [--interval I] [--inject-rank R --inject-from I --inject-to J --inject-frac F]\n";
+    "              [--interval I] [--inject-rank R --inject-from I --inject-to J --inject-frac "
+    "F]\n";
 
 typedef struct entry {
   int64_t col;
@@ -56,8 +57,7 @@ static int generate(size_t side, size_t first, size_t count, hlb_csr *m) {
   m->row_ptr = malloc((count + 1) * sizeof *m->row_ptr);
   m->col = malloc((count * 8 + 1) * sizeof *m->col);
   m->val = malloc((count * 8 + 1) * sizeof *m->val);
-  if (!m->row_ptr || !m->col || !m->val)
-    return -1;
+  if (!m->row_ptr || !m->col || !m->val) return -1;
   m->row_ptr[0] = 0;
   for (size_t r = 0; r < count; r++) {
     entry e[8];
@@ -118,8 +118,7 @@ int main(int argc, char **argv) {
     rc = 2;
   }
   hlb_spmd *s = NULL;
-  if (!rc && spmd_create(&args, "cg", n, &s))
-    rc = 2;
+  if (!rc && spmd_create(&args, "cg", n, &s)) rc = 2;
   if (rc) {
     MPI_Finalize();
     return rc;
@@ -151,7 +150,8 @@ int main(int argc, char **argv) {
   double **vec[4] = {&v.b, &v.x, &v.r, &v.p};
   for (int k = 0; k < 4; k++)
     hlb_spmd_register_dense(s, (void **)vec[k], sizeof(double));
-  int *counts = malloc((size_t)size * sizeof *counts), *displs = malloc((size_t)size * sizeof *displs);
+  int *counts = malloc((size_t)size * sizeof *counts),
+      *displs = malloc((size_t)size * sizeof *displs);
   double *q = malloc((count + 1) * sizeof *q);
   double rr = dot(v.r, v.r, count), bb = rr;
   unsigned restarts = 0;

@@ -26,7 +26,9 @@ static double entry(size_t i, size_t j) {
   return (double)(h >> 11) * 0x1.0p-53;
 }
 
-static double true_x(size_t j) { return 1.0 + (double)(j % 7) / 10.0; }
+static double true_x(size_t j) {
+  return 1.0 + (double)(j % 7) / 10.0;
+}
 
 /* Rows [first, first + count) of A (n columns) and b = A * true_x. */
 static void generate(size_t n, size_t first, size_t count, double *a, double *b) {
@@ -62,7 +64,8 @@ int main(int argc, char **argv) {
   hlb_spmd_range(s, &first, &count);
   double *a = malloc(count * n * sizeof *a), *b = malloc(count * sizeof *b);
   double *x = calloc(n, sizeof *x), *x_local = NULL;
-  int *counts = malloc((size_t)size * sizeof *counts), *displs = malloc((size_t)size * sizeof *displs);
+  int *counts = malloc((size_t)size * sizeof *counts),
+      *displs = malloc((size_t)size * sizeof *displs);
   generate(n, first, count, a, b);
   hlb_spmd_register_dense(s, (void **)&a, n * sizeof *a);
   hlb_spmd_register_dense(s, (void **)&b, sizeof *b);

@@ -31,8 +31,7 @@ static int read_header(FILE *f, const char *path, header *h) {
   }
   h->symmetric = !strcasecmp(symmetry, "symmetric");
   if (!h->symmetric && strcasecmp(symmetry, "general")) {
-    fprintf(stderr, "%s:1: symmetry '%s' is not supported (general, symmetric)\n", path,
-            symmetry);
+    fprintf(stderr, "%s:1: symmetry '%s' is not supported (general, symmetric)\n", path, symmetry);
     return -1;
   }
   do {
@@ -59,8 +58,7 @@ int mm_read_size(const char *path, size_t *rows, size_t *cols, size_t *entries) 
   header h;
   int rc = read_header(f, path, &h);
   fclose(f);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   *rows = h.rows;
   *cols = h.cols;
   *entries = h.entries;
@@ -74,8 +72,7 @@ typedef struct triple {
 
 static int by_row_col(const void *a, const void *b) {
   const triple *x = a, *y = b;
-  if (x->row != y->row)
-    return x->row < y->row ? -1 : 1;
+  if (x->row != y->row) return x->row < y->row ? -1 : 1;
   return x->col < y->col ? -1 : (x->col > y->col);
 }
 
@@ -83,8 +80,7 @@ static int push(triple **t, size_t *n, size_t *cap, size_t row, size_t col, doub
   if (*n == *cap) {
     *cap = *cap ? 2 * *cap : 1024;
     triple *g = realloc(*t, *cap * sizeof **t);
-    if (!g)
-      return -1;
+    if (!g) return -1;
     *t = g;
   }
   (*t)[(*n)++] = (triple){row, col, val};
@@ -96,8 +92,7 @@ static int to_csr(triple *t, size_t n, size_t first, size_t count, hlb_csr *m) {
   m->row_ptr = calloc(count + 1, sizeof *m->row_ptr);
   m->col = malloc((n ? n : 1) * sizeof *m->col);
   m->val = malloc((n ? n : 1) * sizeof *m->val);
-  if (!m->row_ptr || !m->col || !m->val)
-    return -1;
+  if (!m->row_ptr || !m->col || !m->val) return -1;
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (k > 0 && t[i].row == t[i - 1].row && t[i].col == t[i - 1].col) {
@@ -136,14 +131,12 @@ int mm_read_rows(const char *path, size_t first, size_t count, hlb_csr *m) {
       break;
     }
     i--, j--;
-    if (i >= first && i < first + count)
-      rc = push(&t, &n, &cap, i, j, v);
+    if (i >= first && i < first + count) rc = push(&t, &n, &cap, i, j, v);
     if (!rc && h.symmetric && i != j && j >= first && j < first + count)
       rc = push(&t, &n, &cap, j, i, v);
   }
   fclose(f);
-  if (!rc)
-    rc = to_csr(t, n, first, count, m);
+  if (!rc) rc = to_csr(t, n, first, count, m);
   free(t);
   return rc;
 }

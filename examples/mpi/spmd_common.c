@@ -63,21 +63,18 @@ int spmd_parse_args(int argc, char **argv, spmd_args *a, const char *usage) {
       fprintf(stderr, "%s: unknown option\n", o);
       return 2;
     }
-    if (bad)
-      return 2;
+    if (bad) return 2;
   }
   return 0;
 }
 
 void spmd_inject_load(const spmd_args *a, int rank, unsigned it, double compute_s) {
-  if (rank != a->inject_rank || it < a->inject_from || it >= a->inject_to)
-    return;
+  if (rank != a->inject_rank || it < a->inject_from || it >= a->inject_to) return;
   /* Sleeps shorter than a millisecond overshoot badly; owe them and pay in larger pieces so the
    * emulated load stays proportional to the work on average. */
   static double owed_s = 0.0;
   owed_s += compute_s * a->inject_frac;
-  if (owed_s < 1e-3)
-    return;
+  if (owed_s < 1e-3) return;
   double t0 = MPI_Wtime();
   struct timespec ts = {(time_t)owed_s, (long)((owed_s - (double)(time_t)owed_s) * 1e9)};
   nanosleep(&ts, NULL);
@@ -115,15 +112,13 @@ void spmd_note_redistribution(unsigned it) {
 int spmd_create(const spmd_args *a, const char *app, size_t rows, hlb_spmd **out) {
   hlb_spmd_options opt;
   hlb_spmd_options_default(&opt);
-  if (a->policy)
-    opt.policy = a->policy;
+  if (a->policy) opt.policy = a->policy;
   opt.params = a->params;
   opt.interval = a->interval;
   int rc = hlb_spmd_create(MPI_COMM_WORLD, rows, &opt, out);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rc && rank == 0)
-    fprintf(stderr, "hlb_%s: %s\n", app, hlb_last_error());
+  if (rc && rank == 0) fprintf(stderr, "hlb_%s: %s\n", app, hlb_last_error());
   return rc;
 }
 
@@ -144,16 +139,14 @@ void spmd_end_iteration(hlb_spmd *s, const char *app, double work, unsigned it) 
     fprintf(stderr, "hlb_%s: rank %d: %s\n", app, rank, hlb_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  if (changed)
-    spmd_note_redistribution(it);
+  if (changed) spmd_note_redistribution(it);
 }
 
 void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s, double error,
                  uint64_t checksum, int rank) {
   hlb_spmd_stats st;
   hlb_spmd_stats_get(s, &st);
-  if (rank != 0)
-    return;
+  if (rank != 0) return;
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const size_t *counts = NULL;
@@ -165,8 +158,7 @@ void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s
          app, size, a->rows, a->iterations, a->policy ? a->policy : "default", time_s,
          st.redistributions, st.redistribute_s, st.rows_moved,
          hlb_spmd_redistribution_iteration(s, 0), st.shared_intervals, st.papi ? "true" : "false",
-         error,
-         (unsigned long long)checksum);
+         error, (unsigned long long)checksum);
   for (int r = 0; r < size; r++)
     printf("%s%zu", r ? "," : "", counts[r]);
   printf("],\"start_epoch\":%.3f,\"redistributions_at\":[", start_epoch_s);

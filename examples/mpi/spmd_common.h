@@ -9,12 +9,12 @@
 #include "hlb/mpi.h"
 
 typedef struct spmd_args {
-  size_t rows;            /* problem size (Jacobi: matrix order; CG: grid side or file) */
+  size_t rows; /* problem size (Jacobi: matrix order; CG: grid side or file) */
   unsigned iterations;
-  const char *policy;     /* repartition policy */
+  const char *policy; /* repartition policy */
   const char *params;
-  unsigned interval;      /* iterations per sampling interval */
-  const char *mtx;        /* CG: Matrix Market file */
+  unsigned interval; /* iterations per sampling interval */
+  const char *mtx;   /* CG: Matrix Market file */
   /* Emulated external load for tests: rank `inject_rank` sleeps `inject_frac` of its compute
    * time in iterations [inject_from, inject_to). Sleeping inside the window is what a
    * competing process does to us: real time passes without CPU time. */

@@ -33,11 +33,11 @@
 HLB_BEGIN_DECLS
 
 typedef struct hlb_spmd_options {
-  const char *policy;    /* repartition policy; NULL: $HLB_REPART_POLICY, then "hlb" */
-  const char *params;    /* "name=value,..." for the policy; NULL for defaults */
-  unsigned interval;     /* iterations per sampling interval (002 4: 100); 0 = 100 */
-  int use_papi;          /* count FLOPs with PAPI when the machine allows it (default 1) */
-  size_t min_rows;       /* no rank is given fewer rows than this (default 1) */
+  const char *policy; /* repartition policy; NULL: $HLB_REPART_POLICY, then "hlb" */
+  const char *params; /* "name=value,..." for the policy; NULL for defaults */
+  unsigned interval;  /* iterations per sampling interval (002 4: 100); 0 = 100 */
+  int use_papi;       /* count FLOPs with PAPI when the machine allows it (default 1) */
+  size_t min_rows;    /* no rank is given fewer rows than this (default 1) */
 } hlb_spmd_options;
 
 /* Defaults: $HLB_REPART_POLICY or "hlb", interval 100, PAPI on, min_rows 1. */
@@ -89,12 +89,12 @@ typedef struct hlb_spmd_stats {
   unsigned iterations;
   unsigned intervals;
   unsigned redistributions;
-  double redistribute_s;      /* total time spent moving rows (slowest rank) */
-  size_t rows_moved;          /* rows that changed owner, summed over redistributions */
-  int papi;                   /* 1 when FLOPs came from PAPI */
-  unsigned shared_intervals;  /* intervals in which some rank lost >= 5 % of its wall time to
-                                 other processes (FLEX-MPI's TH1 test, whatever the policy) */
-  hlb_repart_decision last;   /* the last interval's decision */
+  double redistribute_s;     /* total time spent moving rows (slowest rank) */
+  size_t rows_moved;         /* rows that changed owner, summed over redistributions */
+  int papi;                  /* 1 when FLOPs came from PAPI */
+  unsigned shared_intervals; /* intervals in which some rank lost >= 5 % of its wall time to
+                                other processes (FLEX-MPI's TH1 test, whatever the policy) */
+  hlb_repart_decision last;  /* the last interval's decision */
 } hlb_spmd_stats;
 HLB_EXTERN void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out);
 

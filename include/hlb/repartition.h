@@ -39,10 +39,10 @@ typedef struct hlb_repart_ctx {
 
 /* Decision of one sampling interval. */
 typedef struct hlb_repart_decision {
-  int rebalance;        /* 1: new_counts differ and should be applied */
-  int dedicated;        /* 1 when no rank showed external load this interval */
-  int long_term_load;   /* 1 when external load lasted k intervals (FLEX-MPI 3.2) */
-  double imbalance;     /* (max - min) / max of the ranks' compute times */
+  int rebalance;           /* 1: new_counts differ and should be applied */
+  int dedicated;           /* 1 when no rank showed external load this interval */
+  int long_term_load;      /* 1 when external load lasted k intervals (FLEX-MPI 3.2) */
+  double imbalance;        /* (max - min) / max of the ranks' compute times */
   double predicted_gain_s; /* policy's estimate of time saved by rebalancing (0 if unknown) */
 } hlb_repart_decision;
 
@@ -56,8 +56,8 @@ typedef struct hlb_repart_ops {
   int (*init)(const hlb_repart_ctx *ctx, void **state);
   /* iv[r] for every rank r; counts[r] the current rows of r. Fill new_counts (sum equal to
    * total_rows) and *d. Must be deterministic: every rank calls it with the same inputs. */
-  int (*decide)(void *state, const hlb_rank_interval *iv, const size_t *counts,
-                size_t *new_counts, hlb_repart_decision *d);
+  int (*decide)(void *state, const hlb_rank_interval *iv, const size_t *counts, size_t *new_counts,
+                hlb_repart_decision *d);
   /* Optional: the last rebalance took `seconds` on the slowest rank (for cost-aware policies). */
   void (*rebalanced)(void *state, double seconds);
   void (*fini)(void *state);

@@ -32,9 +32,13 @@ const char *hlb_strerror(int code) {
   }
 }
 
-const char *hlb_last_error(void) { return last_error_text; }
+const char *hlb_last_error(void) {
+  return last_error_text;
+}
 
-void hlb_clear_error(void) { last_error_text[0] = '\0'; }
+void hlb_clear_error(void) {
+  last_error_text[0] = '\0';
+}
 
 int hlb__error(int code, const char *fmt, ...) {
   va_list ap;

@@ -8,7 +8,8 @@
  * function can end with `return hlb__error(HLB_EINVAL, "pu %u: time %g", p, t);`. */
 int hlb__error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Prefix the current detail with more context ("cluster.json: " + "nodes[0]: ..."). Returns code. */
+/* Prefix the current detail with more context ("cluster.json: " + "nodes[0]: ..."). Returns code.
+ */
 int hlb__error_prefix(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

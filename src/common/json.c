@@ -13,8 +13,7 @@
 
 static int read_whole_file(const char *path, char **text_out) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return hlb__error(HLB_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return hlb__error(HLB_EIO, "%s: cannot open: %s", path, strerror(errno));
   char *text = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
@@ -35,8 +34,7 @@ static int read_whole_file(const char *path, char **text_out) {
       fclose(f);
       return hlb__error(HLB_EPARSE, "%s: larger than %u bytes", path, HLB_JSON_MAX_BYTES);
     }
-    if (got == 0)
-      break;
+    if (got == 0) break;
   }
   int read_failed = ferror(f);
   fclose(f);
@@ -73,15 +71,18 @@ int hlb__json_parse(const char *name, const char *text, cJSON **root_out) {
 int hlb__json_load_file(const char *path, cJSON **root_out) {
   char *text = NULL;
   int rc = read_whole_file(path, &text);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   rc = hlb__json_parse(path, text, root_out);
   free(text);
   return rc;
 }
 
-static const char *sep(const char *path) { return (path && *path) ? "." : ""; }
-static const char *p0(const char *path) { return path ? path : ""; }
+static const char *sep(const char *path) {
+  return (path && *path) ? "." : "";
+}
+static const char *p0(const char *path) {
+  return path ? path : "";
+}
 
 static int missing(const hlb__jctx *c, const char *path, const char *key) {
   return hlb__error(HLB_EPARSE, "%s: %s%s%s: required member is missing", c->file, p0(path),
@@ -89,18 +90,15 @@ static int missing(const hlb__jctx *c, const char *path, const char *key) {
 }
 
 static int wrong_type(const hlb__jctx *c, const char *path, const char *key, const char *want) {
-  return hlb__error(HLB_EPARSE, "%s: %s%s%s: must be %s", c->file, p0(path), sep(path), key,
-                    want);
+  return hlb__error(HLB_EPARSE, "%s: %s%s%s: must be %s", c->file, p0(path), sep(path), key, want);
 }
 
 int hlb__json_object(const hlb__jctx *c, const cJSON *obj, const char *path, const char *key,
                      int required, const cJSON **out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   *out = NULL;
-  if (!v)
-    return required ? missing(c, path, key) : 0;
-  if (!cJSON_IsObject(v))
-    return wrong_type(c, path, key, "an object");
+  if (!v) return required ? missing(c, path, key) : 0;
+  if (!cJSON_IsObject(v)) return wrong_type(c, path, key, "an object");
   *out = v;
   return 0;
 }
@@ -109,10 +107,8 @@ int hlb__json_array(const hlb__jctx *c, const cJSON *obj, const char *path, cons
                     int required, const cJSON **out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   *out = NULL;
-  if (!v)
-    return required ? missing(c, path, key) : 0;
-  if (!cJSON_IsArray(v))
-    return wrong_type(c, path, key, "an array");
+  if (!v) return required ? missing(c, path, key) : 0;
+  if (!cJSON_IsArray(v)) return wrong_type(c, path, key, "an array");
   *out = v;
   return 0;
 }
@@ -124,8 +120,7 @@ int hlb__json_number(const hlb__jctx *c, const cJSON *obj, const char *path, con
     *out = dflt;
     return required ? missing(c, path, key) : 0;
   }
-  if (!cJSON_IsNumber(v))
-    return wrong_type(c, path, key, "a number");
+  if (!cJSON_IsNumber(v)) return wrong_type(c, path, key, "a number");
   double x = v->valuedouble;
   if (!isfinite(x))
     return hlb__error(HLB_EPARSE, "%s: %s%s%s: must be finite, got %g", c->file, p0(path),
@@ -144,8 +139,7 @@ int hlb__json_size(const hlb__jctx *c, const cJSON *obj, const char *path, const
     *out = dflt;
     return required ? missing(c, path, key) : 0;
   }
-  if (!cJSON_IsNumber(v))
-    return wrong_type(c, path, key, "a number");
+  if (!cJSON_IsNumber(v)) return wrong_type(c, path, key, "a number");
   double x = v->valuedouble;
   /* 2^53: beyond it a double no longer holds every integer exactly. */
   if (!isfinite(x) || x < 0 || x != floor(x) || x > 9007199254740992.0 || x > (double)hi)
@@ -175,8 +169,7 @@ int hlb__json_bool(const hlb__jctx *c, const cJSON *obj, const char *path, const
     *out = dflt;
     return required ? missing(c, path, key) : 0;
   }
-  if (!cJSON_IsBool(v))
-    return wrong_type(c, path, key, "true or false");
+  if (!cJSON_IsBool(v)) return wrong_type(c, path, key, "true or false");
   *out = cJSON_IsTrue(v);
   return 0;
 }

@@ -9,7 +9,9 @@ static uint64_t splitmix64(uint64_t *x) {
   return z ^ (z >> 31);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 void hlb__rng_seed(hlb__rng *r, uint64_t seed) {
   for (int i = 0; i < 4; i++)
@@ -29,13 +31,14 @@ uint64_t hlb__rng_u64(hlb__rng *r) {
   return result;
 }
 
-double hlb__rng_uniform(hlb__rng *r) { return (double)(hlb__rng_u64(r) >> 11) * 0x1.0p-53; }
+double hlb__rng_uniform(hlb__rng *r) {
+  return (double)(hlb__rng_u64(r) >> 11) * 0x1.0p-53;
+}
 
 double hlb__rng_normal(hlb__rng *r) {
   double u1 = hlb__rng_uniform(r);
   double u2 = hlb__rng_uniform(r);
-  if (u1 < 1e-300)
-    u1 = 1e-300;
+  if (u1 < 1e-300) u1 = 1e-300;
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 

@@ -1,3 +1,5 @@
 #include "hlb/version.h"
 
-const char *hlb_version(void) { return HLB_VERSION_STRING; }
+const char *hlb_version(void) {
+  return HLB_VERSION_STRING;
+}

@@ -98,7 +98,8 @@ static int stage_in(driver *d, const hlb_block *blk, hlb_exec_call *call) {
   } else if (in_b) {
     src = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
   }
-  if (out_b && cl->unpack && (rc = hlb__staging_grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
+  if (out_b && cl->unpack && (rc = hlb__staging_grow_host(&d->host_out, &d->host_out_cap, out_b)))
+    return rc;
   void *host_out = !out_b       ? NULL
                    : cl->unpack ? d->host_out
                                 : (char *)cl->out + blk->begin * cl->out_bytes_per_item;

@@ -17,11 +17,9 @@ static double cpu_seconds(void) {
  * to rows x weight, which FLEX-MPI's linear FLOP/workload assumption (3.1) makes equivalent
  * for the applications it targets. */
 static int papi_start_flops(void) {
-  if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
-    return -1;
+  if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT) return -1;
   int es = PAPI_NULL;
-  if (PAPI_create_eventset(&es) != PAPI_OK)
-    return -1;
+  if (PAPI_create_eventset(&es) != PAPI_OK) return -1;
   if (PAPI_add_event(es, PAPI_DP_OPS) != PAPI_OK && PAPI_add_event(es, PAPI_FP_OPS) != PAPI_OK) {
     PAPI_destroy_eventset(&es);
     return -1;
@@ -49,12 +47,13 @@ void hlb__monitor_fini(hlb__monitor *m) {
   }
 }
 
-int hlb__monitor_has_papi(const hlb__monitor *m) { return m->papi_eventset >= 0; }
+int hlb__monitor_has_papi(const hlb__monitor *m) {
+  return m->papi_eventset >= 0;
+}
 
 static long long read_flops(const hlb__monitor *m) {
   long long v = 0;
-  if (m->papi_eventset >= 0)
-    PAPI_read(m->papi_eventset, &v);
+  if (m->papi_eventset >= 0) PAPI_read(m->papi_eventset, &v);
   return v;
 }
 

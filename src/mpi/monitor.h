@@ -13,7 +13,7 @@ extern int hlb__mpi_window_open;
 typedef struct hlb__monitor {
   double t_real0, t_cpu0, comm0;
   long long flops0;
-  int papi_eventset; /* -1 without PAPI */
+  int papi_eventset;     /* -1 without PAPI */
   hlb_rank_interval acc; /* sums over the current sampling interval */
 } hlb__monitor;
 

@@ -12,8 +12,7 @@ int hlb__mpi_window_open = 0;
 
 #define TIMED(call)                                                                                \
   do {                                                                                             \
-    if (!hlb__mpi_window_open)                                                                     \
-      return call;                                                                                 \
+    if (!hlb__mpi_window_open) return call;                                                        \
     double t0_ = PMPI_Wtime();                                                                     \
     int rc_ = call;                                                                                \
     hlb__mpi_comm_s += PMPI_Wtime() - t0_;                                                         \
@@ -33,8 +32,8 @@ HLB_EXTERN int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int t
 HLB_EXTERN int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
                             void *rbuf, int rcount, MPI_Datatype rdt, int source, int rtag,
                             MPI_Comm comm, MPI_Status *status) {
-  TIMED(PMPI_Sendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm,
-                      status));
+  TIMED(
+      PMPI_Sendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, status));
 }
 
 HLB_EXTERN int MPI_Wait(MPI_Request *request, MPI_Status *status) {
@@ -59,10 +58,12 @@ HLB_EXTERN int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Co
   TIMED(PMPI_Bcast(buf, count, dt, root, comm));
 }
 
-HLB_EXTERN int MPI_Barrier(MPI_Comm comm) { TIMED(PMPI_Barrier(comm)); }
+HLB_EXTERN int MPI_Barrier(MPI_Comm comm) {
+  TIMED(PMPI_Barrier(comm));
+}
 
-HLB_EXTERN int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                             int rcount, MPI_Datatype rdt, MPI_Comm comm) {
+HLB_EXTERN int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                             MPI_Datatype rdt, MPI_Comm comm) {
   TIMED(PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm));
 }
 
@@ -78,8 +79,8 @@ HLB_EXTERN int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void
 }
 
 HLB_EXTERN int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                             MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                             const int rdispls[], MPI_Datatype rdt, MPI_Comm comm) {
+                             MPI_Datatype sdt, void *rbuf, const int rcounts[], const int rdispls[],
+                             MPI_Datatype rdt, MPI_Comm comm) {
   TIMED(PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm));
 }
 

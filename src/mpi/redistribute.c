@@ -51,25 +51,21 @@ static int plan_rows(const hlb__layout *l, plan *p) {
     size_t first, n;
     hlb__overlap(l, l->rank, q, &first, &n);
     size_t off = n ? first - l->old_displs[l->rank] : 0;
-    if ((rc = fits_int(n, "row count")) || (rc = fits_int(off, "row offset")))
-      break;
+    if ((rc = fits_int(n, "row count")) || (rc = fits_int(off, "row offset"))) break;
     p->scount[q] = (int)n;
     p->sdispl[q] = (int)off;
     hlb__overlap(l, q, l->rank, &first, &n);
     off = n ? first - l->new_displs[l->rank] : 0;
-    if ((rc = fits_int(n, "row count")) || (rc = fits_int(off, "row offset")))
-      break;
+    if ((rc = fits_int(n, "row count")) || (rc = fits_int(off, "row offset"))) break;
     p->rcount[q] = (int)n;
     p->rdispl[q] = (int)off;
   }
-  if (rc)
-    plan_free(p);
+  if (rc) plan_free(p);
   return rc;
 }
 
 static int mpi_check(int mpirc, const char *what) {
-  if (mpirc == MPI_SUCCESS)
-    return 0;
+  if (mpirc == MPI_SUCCESS) return 0;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(mpirc, text, &len);
@@ -81,17 +77,16 @@ static int exchange(MPI_Comm comm, const hlb__layout *l, const plan *p, const vo
                     size_t row_bytes, void **dst_out) {
   size_t n_new = l->new_counts[l->rank];
   void *dst = malloc(n_new ? n_new * row_bytes : 1);
-  if (!dst)
-    return hlb__error(HLB_ENOMEM, "redistribute: out of memory for %zu rows", n_new);
+  if (!dst) return hlb__error(HLB_ENOMEM, "redistribute: out of memory for %zu rows", n_new);
   MPI_Datatype row;
   int rc = fits_int(row_bytes, "row size");
   if (!rc)
     rc = mpi_check(MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row), "MPI_Type_contiguous");
   if (!rc) {
     MPI_Type_commit(&row);
-    rc = mpi_check(MPI_Alltoallv(src, p->scount, p->sdispl, row, dst, p->rcount, p->rdispl, row,
-                                 comm),
-                   "MPI_Alltoallv");
+    rc = mpi_check(
+        MPI_Alltoallv(src, p->scount, p->sdispl, row, dst, p->rcount, p->rdispl, row, comm),
+        "MPI_Alltoallv");
     MPI_Type_free(&row);
   }
   if (rc) {
@@ -105,13 +100,11 @@ static int exchange(MPI_Comm comm, const hlb__layout *l, const plan *p, const vo
 int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, size_t row_bytes) {
   plan p;
   int rc = plan_rows(l, &p);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   void *fresh = NULL;
   rc = exchange(comm, l, &p, *data, row_bytes, &fresh);
   plan_free(&p);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   free(*data);
   *data = fresh;
   return 0;
@@ -138,8 +131,7 @@ static int plan_nonzeros(const hlb__layout *l, const plan *rows, const int64_t *
     soff += s;
     roff += r;
   }
-  if (rc)
-    plan_free(nz);
+  if (rc) plan_free(nz);
   return rc;
 }
 
@@ -152,19 +144,16 @@ static int exchange_typed(MPI_Comm comm, const plan *p, const void *src, void *d
 int hlb__redistribute_csr(MPI_Comm comm, const hlb__layout *l, hlb_csr *m) {
   size_t n_old = l->old_counts[l->rank], n_new = l->new_counts[l->rank];
   int64_t *old_len = malloc((n_old ? n_old : 1) * sizeof *old_len);
-  if (!old_len)
-    return hlb__error(HLB_ENOMEM, "redistribute: out of memory for %zu rows", n_old);
+  if (!old_len) return hlb__error(HLB_ENOMEM, "redistribute: out of memory for %zu rows", n_old);
   for (size_t i = 0; i < n_old; i++)
     old_len[i] = m->row_ptr[i + 1] - m->row_ptr[i];
   plan rows = {0};
   int rc = plan_rows(l, &rows);
   void *new_len_v = NULL;
-  if (!rc)
-    rc = exchange(comm, l, &rows, old_len, sizeof(int64_t), &new_len_v);
+  if (!rc) rc = exchange(comm, l, &rows, old_len, sizeof(int64_t), &new_len_v);
   int64_t *new_len = new_len_v;
   plan nz = {0};
-  if (!rc)
-    rc = plan_nonzeros(l, &rows, old_len, new_len, &nz);
+  if (!rc) rc = plan_nonzeros(l, &rows, old_len, new_len, &nz);
   size_t nnz_new = 0;
   for (size_t i = 0; !rc && i < n_new; i++)
     nnz_new += (size_t)new_len[i];
@@ -173,10 +162,8 @@ int hlb__redistribute_csr(MPI_Comm comm, const hlb__layout *l, hlb_csr *m) {
   double *val = rc ? NULL : malloc((nnz_new ? nnz_new : 1) * sizeof *val);
   if (!rc && (!row_ptr || !col || !val))
     rc = hlb__error(HLB_ENOMEM, "redistribute: out of memory for %zu nonzeros", nnz_new);
-  if (!rc)
-    rc = exchange_typed(comm, &nz, m->col, col, MPI_INT64_T);
-  if (!rc)
-    rc = exchange_typed(comm, &nz, m->val, val, MPI_DOUBLE);
+  if (!rc) rc = exchange_typed(comm, &nz, m->col, col, MPI_INT64_T);
+  if (!rc) rc = exchange_typed(comm, &nz, m->val, val, MPI_DOUBLE);
   if (!rc) {
     row_ptr[0] = 0;
     for (size_t i = 0; i < n_new; i++)

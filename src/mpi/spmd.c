@@ -45,8 +45,7 @@ struct hlb_spmd {
 void hlb_spmd_options_default(hlb_spmd_options *o) {
   memset(o, 0, sizeof *o);
   o->policy = getenv("HLB_REPART_POLICY");
-  if (!o->policy || !*o->policy)
-    o->policy = HLB_REPART_DEFAULT;
+  if (!o->policy || !*o->policy) o->policy = HLB_REPART_DEFAULT;
   o->interval = HLB_SPMD_DEFAULT_INTERVAL;
   o->use_papi = 1;
   o->min_rows = 1;
@@ -80,16 +79,13 @@ static int resolve_policy(hlb_spmd *s) {
 int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb_spmd **out) {
   *out = NULL;
   hlb_spmd *s = calloc(1, sizeof *s);
-  if (!s)
-    return hlb__error(HLB_ENOMEM, "spmd: out of memory");
+  if (!s) return hlb__error(HLB_ENOMEM, "spmd: out of memory");
   if (opt)
     s->opt = *opt;
   else
     hlb_spmd_options_default(&s->opt);
-  if (!s->opt.policy)
-    s->opt.policy = HLB_REPART_DEFAULT;
-  if (!s->opt.interval)
-    s->opt.interval = HLB_SPMD_DEFAULT_INTERVAL;
+  if (!s->opt.policy) s->opt.policy = HLB_REPART_DEFAULT;
+  if (!s->opt.interval) s->opt.interval = HLB_SPMD_DEFAULT_INTERVAL;
   MPI_Comm_dup(comm, &s->comm);
   MPI_Comm_rank(s->comm, &s->rank);
   MPI_Comm_size(s->comm, &s->size);
@@ -106,8 +102,7 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
   s->gathered = calloc(n, sizeof *s->gathered);
   if (!rc && (!s->counts || !s->displs || !s->new_counts || !s->new_displs || !s->gathered))
     rc = hlb__error(HLB_ENOMEM, "spmd: out of memory for %d ranks", s->size);
-  if (!rc)
-    rc = resolve_policy(s);
+  if (!rc) rc = resolve_policy(s);
   if (rc) {
     hlb_spmd_destroy(s);
     return rc;
@@ -120,13 +115,10 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
 }
 
 void hlb_spmd_destroy(hlb_spmd *s) {
-  if (!s)
-    return;
-  if (s->policy && s->policy_state)
-    s->policy->fini(s->policy_state);
+  if (!s) return;
+  if (s->policy && s->policy_state) s->policy->fini(s->policy_state);
   hlb__monitor_fini(&s->monitor);
-  if (s->comm != MPI_COMM_NULL && s->comm)
-    MPI_Comm_free(&s->comm);
+  if (s->comm != MPI_COMM_NULL && s->comm) MPI_Comm_free(&s->comm);
   free(s->counts);
   free(s->displs);
   free(s->new_counts);
@@ -143,10 +135,8 @@ void hlb_spmd_range(const hlb_spmd *s, size_t *first, size_t *count) {
 }
 
 void hlb_spmd_layout(const hlb_spmd *s, const size_t **counts, const size_t **displs) {
-  if (counts)
-    *counts = s->counts;
-  if (displs)
-    *displs = s->displs;
+  if (counts) *counts = s->counts;
+  if (displs) *displs = s->displs;
 }
 
 int hlb_spmd_register_dense(hlb_spmd *s, void **data, size_t row_bytes) {
@@ -189,8 +179,7 @@ int hlb_spmd_set_row_weights(hlb_spmd *s, const double *local) {
   int any_error = rc != 0, global_error = 0;
   MPI_Allreduce(&any_error, &global_error, 1, MPI_INT, MPI_LOR, s->comm);
   if (!global_error)
-    MPI_Allgatherv(local, counts[s->rank], MPI_DOUBLE, global, counts, displs, MPI_DOUBLE,
-                   s->comm);
+    MPI_Allgatherv(local, counts[s->rank], MPI_DOUBLE, global, counts, displs, MPI_DOUBLE, s->comm);
   free(counts);
   free(displs);
   if (global_error) {
@@ -209,8 +198,7 @@ int hlb_spmd_begin(hlb_spmd *s) {
 
 static double local_row_work(const hlb_spmd *s) {
   size_t first = s->displs[s->rank], count = s->counts[s->rank];
-  if (!s->row_weights)
-    return (double)count;
+  if (!s->row_weights) return (double)count;
   double w = 0.0;
   for (size_t i = 0; i < count; i++)
     w += s->row_weights[first + i];
@@ -232,8 +220,7 @@ static void enforce_min_rows(hlb_spmd *s) {
 }
 
 static int init_policy_once(hlb_spmd *s) {
-  if (s->policy_state)
-    return 0;
+  if (s->policy_state) return 0;
   hlb_repart_ctx ctx = {(unsigned)s->size, s->rows, s->row_weights, s->param};
   return s->policy->init(&ctx, &s->policy_state);
 }
@@ -242,8 +229,7 @@ static int record_redistribution(hlb_spmd *s) {
   if (s->stats.redistributions == s->redistributed_cap) {
     unsigned cap = s->redistributed_cap ? 2 * s->redistributed_cap : 16;
     long *grown = realloc(s->redistributed_at, cap * sizeof *grown);
-    if (!grown)
-      return hlb__error(HLB_ENOMEM, "spmd: out of memory for the redistribution log");
+    if (!grown) return hlb__error(HLB_ENOMEM, "spmd: out of memory for the redistribution log");
     s->redistributed_at = grown;
     s->redistributed_cap = cap;
   }
@@ -264,8 +250,7 @@ static int redistribute_all(hlb_spmd *s) {
     rc = hlb__redistribute_dense(s->comm, &l, s->arrays[i].data, s->arrays[i].row_bytes);
   for (unsigned i = 0; !rc && i < s->n_csr; i++)
     rc = hlb__redistribute_csr(s->comm, &l, s->csr[i]);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   double took = MPI_Wtime() - t0, slowest = 0.0;
   MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, s->comm);
   for (int r = 0; r < s->size; r++) {
@@ -276,8 +261,7 @@ static int redistribute_all(hlb_spmd *s) {
   memcpy(s->counts, s->new_counts, (size_t)s->size * sizeof(size_t));
   memcpy(s->displs, s->new_displs, (size_t)s->size * sizeof(size_t));
   s->stats.redistribute_s += slowest;
-  if (s->policy->rebalanced)
-    s->policy->rebalanced(s->policy_state, slowest);
+  if (s->policy->rebalanced) s->policy->rebalanced(s->policy_state, slowest);
   return record_redistribution(s);
 }
 
@@ -294,37 +278,32 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
     }
   }
   int rc = init_policy_once(s);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   hlb_repart_decision d = {0};
   rc = s->policy->decide(s->policy_state, s->gathered, s->counts, s->new_counts, &d);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   s->stats.last = d;
-  if (!d.rebalance)
-    return 0;
+  if (!d.rebalance) return 0;
   enforce_min_rows(s);
-  if (!memcmp(s->counts, s->new_counts, (size_t)s->size * sizeof(size_t)))
-    return 0;
+  if (!memcmp(s->counts, s->new_counts, (size_t)s->size * sizeof(size_t))) return 0;
   rc = redistribute_all(s);
-  if (!rc && changed)
-    *changed = 1;
+  if (!rc && changed) *changed = 1;
   return rc;
 }
 
 int hlb_spmd_end(hlb_spmd *s, double work, int *changed) {
-  if (changed)
-    *changed = 0;
+  if (changed) *changed = 0;
   if (!hlb__mpi_window_open)
     return hlb__error(HLB_ESTATE, "spmd: hlb_spmd_end without hlb_spmd_begin");
   hlb__monitor_end(&s->monitor, work, local_row_work(s));
   s->stats.iterations++;
-  if (s->stats.iterations % s->opt.interval)
-    return 0;
+  if (s->stats.iterations % s->opt.interval) return 0;
   return end_of_interval(s, changed);
 }
 
-void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out) { *out = s->stats; }
+void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out) {
+  *out = s->stats;
+}
 
 long hlb_spmd_redistribution_iteration(const hlb_spmd *s, unsigned k) {
   return k < s->stats.redistributions ? s->redistributed_at[k] : -1;

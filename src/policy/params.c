@@ -12,10 +12,10 @@ static int unknown_param(const char *who, const hlb_param_def *defs, unsigned n,
   char valid[512] = "";
   size_t used = 0;
   for (unsigned i = 0; i < n && used < sizeof valid; i++)
-    used += (size_t)snprintf(valid + used, sizeof valid - used, "%s%s", i ? ", " : "",
-                             defs[i].name);
-  return hlb__error(HLB_EINVAL, "policy '%s': unknown parameter '%.*s' (valid: %s)", who,
-                    (int)len, name, n ? valid : "none");
+    used +=
+        (size_t)snprintf(valid + used, sizeof valid - used, "%s%s", i ? ", " : "", defs[i].name);
+  return hlb__error(HLB_EINVAL, "policy '%s': unknown parameter '%.*s' (valid: %s)", who, (int)len,
+                    name, n ? valid : "none");
 }
 
 static int apply_one(const char *who, const hlb_param_def *defs, unsigned n, const char *item,
@@ -26,8 +26,7 @@ static int apply_one(const char *who, const hlb_param_def *defs, unsigned n, con
                       (int)len, item);
   size_t name_len = (size_t)(eq - item);
   for (unsigned i = 0; i < n; i++) {
-    if (strlen(defs[i].name) != name_len || strncmp(defs[i].name, item, name_len) != 0)
-      continue;
+    if (strlen(defs[i].name) != name_len || strncmp(defs[i].name, item, name_len) != 0) continue;
     char text[64];
     size_t vlen = len - name_len - 1;
     if (vlen == 0 || vlen >= sizeof text)
@@ -42,8 +41,8 @@ static int apply_one(const char *who, const hlb_param_def *defs, unsigned n, con
       return hlb__error(HLB_EINVAL, "policy '%s': parameter '%s': '%s' is not a number", who,
                         defs[i].name, text);
     if (v < defs[i].lo || v > defs[i].hi)
-      return hlb__error(HLB_EINVAL, "policy '%s': parameter '%s' must be in [%g, %g], got %g",
-                        who, defs[i].name, defs[i].lo, defs[i].hi, v);
+      return hlb__error(HLB_EINVAL, "policy '%s': parameter '%s' must be in [%g, %g], got %g", who,
+                        defs[i].name, defs[i].lo, defs[i].hi, v);
     values[i] = v;
     return 0;
   }
@@ -54,16 +53,14 @@ int hlb__params_parse(const char *who, const hlb_param_def *defs, unsigned n, co
                       double *values) {
   for (unsigned i = 0; i < n; i++)
     values[i] = defs[i].dflt;
-  if (!text)
-    return 0;
+  if (!text) return 0;
   const char *p = text;
   while (*p) {
     const char *comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
     if (len > 0) {
       int rc = apply_one(who, defs, n, p, len, values);
-      if (rc)
-        return rc;
+      if (rc) return rc;
     }
     p += len + (comma ? 1 : 0);
   }

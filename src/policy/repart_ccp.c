@@ -28,8 +28,7 @@ typedef struct chain_state {
 
 static void chain_fini(void *state) {
   chain_state *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   free(s->w);
   free(s->prefix);
   free(s->speed);
@@ -107,22 +106,18 @@ static int ccp_decide(void *state, const hlb_rank_interval *iv, const size_t *co
    * it gets a little work back and is measured next time. */
   double min_speed = INFINITY;
   for (unsigned r = 0; r < n; r++)
-    if (s->speed[r] > 0.0 && s->speed[r] < min_speed)
-      min_speed = s->speed[r];
+    if (s->speed[r] > 0.0 && s->speed[r] < min_speed) min_speed = s->speed[r];
   for (unsigned r = 0; r < n; r++)
-    if (!(s->speed[r] > 0.0))
-      s->speed[r] = isfinite(min_speed) ? min_speed : 1.0;
+    if (!(s->speed[r] > 0.0)) s->speed[r] = isfinite(min_speed) ? min_speed : 1.0;
   d->imbalance = hlb__repart_imbalance(iv, n);
   d->rebalance = 0;
   memcpy(new_counts, counts, n * sizeof *counts);
   double bottleneck = 0.0;
-  int rc = hlb_ccp_solve_prefix(s->prefix, s->ctx.total_rows, s->speed, n, s->new_offsets,
-                                &bottleneck);
-  if (rc)
-    return rc;
+  int rc =
+      hlb_ccp_solve_prefix(s->prefix, s->ctx.total_rows, s->speed, n, s->new_offsets, &bottleneck);
+  if (rc) return rc;
   d->predicted_gain_s = slowest > bottleneck ? slowest - bottleneck : 0.0;
-  if (!(slowest > 0.0) || d->predicted_gain_s / slowest <= s->ctx.param[CCP_GAIN])
-    return 0;
+  if (!(slowest > 0.0) || d->predicted_gain_s / slowest <= s->ctx.param[CCP_GAIN]) return 0;
   to_counts(s->new_offsets, n, new_counts);
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
   return 0;
@@ -167,19 +162,16 @@ static int diffusive_decide(void *state, const hlb_rank_interval *iv, const size
   for (unsigned r = 0; r < n; r++) {
     int rc = hlb_truncated_mean(s->history + (size_t)r * WINDOW_MAX, s->filled,
                                 HLB_TRUNCATED_MEAN_TRIM, s->work, &s->load[r]);
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
   hlb_imbalance imb;
   int rc = hlb_imbalance_compute(s->load, n, &imb);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   d->imbalance = hlb__repart_imbalance(iv, n);
   d->predicted_gain_s = imb.time;
   d->rebalance = 0;
   memcpy(new_counts, counts, n * sizeof *counts);
-  if (imb.percent <= s->ctx.param[DIF_IMBALANCE])
-    return 0;
+  if (imb.percent <= s->ctx.param[DIF_IMBALANCE]) return 0;
   to_offsets(counts, n, s->offsets);
   hlb_diffusive_options opt;
   hlb_diffusive_options_default(&opt);
@@ -188,12 +180,10 @@ static int diffusive_decide(void *state, const hlb_rank_interval *iv, const size
   opt.power_mix = 1; /* stable for the large speed ratios of shared cores */
   rc = hlb_diffusive_step(s->w, s->ctx.total_rows, s->load, n, s->offsets, &opt, s->new_offsets,
                           NULL);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   to_counts(s->new_offsets, n, new_counts);
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
-  if (d->rebalance)
-    s->filled = 0; /* the old timings describe the old split */
+  if (d->rebalance) s->filled = 0; /* the old timings describe the old split */
   return 0;
 }
 

@@ -20,8 +20,7 @@ double hlb__repart_imbalance(const hlb_rank_interval *iv, unsigned n) {
 }
 
 int hlb__repart_dedicated(const hlb_rank_interval *iv, double th1) {
-  if (!(iv->real_s > 0.0))
-    return 1;
+  if (!(iv->real_s > 0.0)) return 1;
   return (iv->real_s - iv->cpu_s) / iv->real_s < th1;
 }
 
@@ -38,8 +37,7 @@ void hlb__repart_speeds(const hlb_rank_interval *iv, unsigned n, double *speed) 
   }
   double mean = known ? sum / known : 1.0;
   for (unsigned r = 0; r < n; r++)
-    if (!(speed[r] > 0.0))
-      speed[r] = mean;
+    if (!(speed[r] > 0.0)) speed[r] = mean;
 }
 
 int hlb__repart_same(const size_t *a, const size_t *b, unsigned n) {

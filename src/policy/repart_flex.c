@@ -61,20 +61,17 @@ static int flex_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   d->rebalance = 0;
   for (unsigned r = 0; r < n; r++)
     new_counts[r] = counts[r];
-  if (!(dedicated || d->long_term_load) || d->imbalance <= s->ctx.param[P_TH2])
-    return 0;
+  if (!(dedicated || d->long_term_load) || d->imbalance <= s->ctx.param[P_TH2]) return 0;
   hlb__repart_speeds(iv, n, s->speed);
   int rc = hlb_split_proportional(s->speed, n, s->ctx.total_rows, new_counts);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
   return 0;
 }
 
 static void flex_fini(void *state) {
   flex_state *s = state;
-  if (s)
-    free(s->speed);
+  if (s) free(s->speed);
   free(s);
 }
 

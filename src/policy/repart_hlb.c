@@ -61,8 +61,7 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
 /* Split rows so that each rank's share of the total weight is proportional to its speed. */
 static int split_by_speed(const hlb_repart_state *s, size_t *counts) {
   unsigned n = s->ctx.n_ranks;
-  if (!s->ctx.row_weights)
-    return hlb_split_proportional(s->speed, n, s->ctx.total_rows, counts);
+  if (!s->ctx.row_weights) return hlb_split_proportional(s->speed, n, s->ctx.total_rows, counts);
   double total_speed = 0.0, total_weight = 0.0;
   for (unsigned r = 0; r < n; r++)
     total_speed += s->speed[r];
@@ -125,14 +124,11 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
                    gain * s->ctx.param[P_HORIZON] > s->ctx.param[P_MARGIN] * s->last_cost_s;
   extend_run(s, worthwhile, slowest_rank);
   d->long_term_load = !dedicated && s->imbalanced_run >= (unsigned)s->ctx.param[P_PERSIST];
-  if (s->imbalanced_run < (unsigned)s->ctx.param[P_PERSIST])
-    return 0;
+  if (s->imbalanced_run < (unsigned)s->ctx.param[P_PERSIST]) return 0;
   int rc = split_by_speed(s, new_counts);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
-  if (d->rebalance)
-    extend_run(s, 0, -1);
+  if (d->rebalance) extend_run(s, 0, -1);
   return 0;
 }
 

@@ -18,7 +18,8 @@ enum { P_GAIN, P_FORGET, P_COUNT };
 static const hlb_param_def model_params[P_COUNT] = {
     {"gain", 0.10, 0.0, 1.0,
      "rebalance when the predicted iteration time drops by more than this (PLB-HeC III.D: 10 %)"},
-    {"forgetting", 0.5, 0.01, 1.0, "weight kept by older samples at each new one (1 = never forget)"},
+    {"forgetting", 0.5, 0.01, 1.0,
+     "weight kept by older samples at each new one (1 = never forget)"},
 };
 
 typedef struct model_state {
@@ -29,8 +30,7 @@ typedef struct model_state {
 
 static void model_fini(void *state) {
   model_state *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   for (unsigned r = 0; s->models && r < s->ctx.n_ranks; r++)
     hlb_model_destroy(s->models[r]);
   free(s->models);
@@ -40,8 +40,7 @@ static void model_fini(void *state) {
 
 static int model_init(const hlb_repart_ctx *ctx, void **state) {
   model_state *s = calloc(1, sizeof *s);
-  if (!s)
-    return hlb__error(HLB_ENOMEM, "model repartition: out of memory");
+  if (!s) return hlb__error(HLB_ENOMEM, "model repartition: out of memory");
   s->ctx = *ctx;
   s->models = calloc(ctx->n_ranks, sizeof *s->models);
   s->curves = calloc(ctx->n_ranks, sizeof *s->curves);
@@ -90,8 +89,7 @@ static int model_decide(void *state, const hlb_rank_interval *iv, const size_t *
   d->rebalance = 0;
   double predicted = 0.0;
   int rc = hlb_eft_solve_int(s->curves, NULL, n, s->ctx.total_rows, NULL, new_counts, &predicted);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   d->predicted_gain_s = current > predicted ? current - predicted : 0.0;
   if (!(current > 0.0) || (current - predicted) / current <= s->ctx.param[P_GAIN]) {
     memcpy(new_counts, counts, n * sizeof *counts);

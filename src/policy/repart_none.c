@@ -19,7 +19,9 @@ static int none_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   return 0;
 }
 
-static void none_fini(void *state) { (void)state; }
+static void none_fini(void *state) {
+  (void)state;
+}
 
 const hlb_repart_ops hlb__repart_none = {
     .abi_version = HLB_POLICY_ABI_VERSION,

@@ -17,7 +17,9 @@ static const hlb_repart_ops *const registry[] = {
 #undef HLB_REPART_ENTRY
 };
 
-unsigned hlb_repart_count(void) { return (unsigned)(sizeof registry / sizeof registry[0]); }
+unsigned hlb_repart_count(void) {
+  return (unsigned)(sizeof registry / sizeof registry[0]);
+}
 
 const hlb_repart_ops *hlb_repart_at(unsigned i) {
   return i < hlb_repart_count() ? registry[i] : NULL;
@@ -25,8 +27,7 @@ const hlb_repart_ops *hlb_repart_at(unsigned i) {
 
 const hlb_repart_ops *hlb_repart_find(const char *name) {
   for (unsigned i = 0; name && i < hlb_repart_count(); i++)
-    if (!strcmp(registry[i]->name, name))
-      return registry[i];
+    if (!strcmp(registry[i]->name, name)) return registry[i];
   return NULL;
 }
 
@@ -41,8 +42,7 @@ typedef struct share_rest {
 
 static int by_remainder_desc(const void *a, const void *b) {
   const share_rest *x = a, *y = b;
-  if (x->frac != y->frac)
-    return x->frac < y->frac ? 1 : -1;
+  if (x->frac != y->frac) return x->frac < y->frac ? 1 : -1;
   return x->index < y->index ? -1 : (x->index > y->index); /* stable: deterministic on ties */
 }
 
@@ -57,8 +57,7 @@ int hlb_split_proportional(const double *share, unsigned n, size_t total, size_t
   if (n == 0 || !(sum > 0.0))
     return hlb__error(HLB_EINVAL, "split: need at least one positive share among %u", n);
   share_rest *rem = malloc(n * sizeof *rem);
-  if (!rem)
-    return hlb__error(HLB_ENOMEM, "split: out of memory for %u shares", n);
+  if (!rem) return hlb__error(HLB_ENOMEM, "split: out of memory for %u shares", n);
   size_t given = 0;
   for (unsigned i = 0; i < n; i++) {
     double exact = (double)total * share[i] / sum;

@@ -21,7 +21,9 @@ static int failures = 0;
     }                                                                                              \
   } while (0)
 
-static double cell(size_t row, int k) { return (double)row * 10.0 + k; }
+static double cell(size_t row, int k) {
+  return (double)row * 10.0 + k;
+}
 
 /* Random layout of `rows` over `size` ranks (the same on every rank: same seed). */
 static void random_layout(unsigned *seed, size_t rows, int size, size_t *counts, size_t *displs) {
@@ -36,7 +38,9 @@ static void random_layout(unsigned *seed, size_t rows, int size, size_t *counts,
 }
 
 /* Row i of the test CSR matrix: (i % 4) + 1 entries, columns i, i+1, ..., values col + 0.5. */
-static int64_t row_len(size_t i) { return (int64_t)(i % 4) + 1; }
+static int64_t row_len(size_t i) {
+  return (int64_t)(i % 4) + 1;
+}
 
 static hlb_csr make_csr(size_t first, size_t count) {
   hlb_csr m;

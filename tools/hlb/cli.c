@@ -65,14 +65,12 @@ int hlb_cli_option(const char *cmd, int argc, char **argv, int *i, const char *n
                    const char **value) {
   const char *a = argv[*i];
   size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0)
-    return 0;
+  if (strncmp(a, name, n) != 0) return 0;
   if (a[n] == '=') {
     *value = a + n + 1;
     return 1;
   }
-  if (a[n] != '\0')
-    return 0;
+  if (a[n] != '\0') return 0;
   if (*i + 1 >= argc) {
     hlb_cli_usage_error(cmd, "%s needs a value", name);
     return -1;

@@ -11,7 +11,8 @@
 #define HLB_EXIT_USAGE 2
 
 /* Print "hlb CMD: message" to stderr and return HLB_EXIT_USAGE. */
-int hlb_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int hlb_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Print "hlb CMD: <hlb_last_error()>" (or the code's text when empty) to stderr; return
  * HLB_EXIT_USAGE for input errors (HLB_EPARSE, HLB_EINVAL, HLB_ENOTFOUND, HLB_EIO, HLB_ERANGE)

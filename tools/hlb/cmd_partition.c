@@ -173,7 +173,6 @@ static int check_curves(const char *file, const models *m, size_t items) {
   return 0;
 }
 
-
 static double finish_of(const models *m, unsigned p, size_t x) {
   return m->ready[p] + hlb_curve_time(&m->curve[p], (double)x);
 }

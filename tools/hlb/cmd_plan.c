@@ -68,7 +68,6 @@ static int parse_args(int argc, char **argv, plan_args *a) {
   return 0;
 }
 
-
 static void print_json(const hlb_cluster *c, const hlb_plan_result *r) {
   printf("{\"makespan_s\": %.17g, \"solver\": \"%s\", \"solve_s\": %.9g, \"optimal\": %s, "
          "\"nodes\": [",

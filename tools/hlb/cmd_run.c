@@ -336,7 +336,6 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   return ok ? HLB_EXIT_OK : HLB_EXIT_FAIL;
 }
 
-
 #ifdef HLB_CLI_WITH_MPI
 /* ---- hlb run --mpi: the same run spread over the ranks of MPI_COMM_WORLD (libhlb_mpi) ---- */
 
@@ -397,8 +396,10 @@ static int mpi_throttles(const run_args *a, const mpi_pu_names *g, hlb_exec_pu *
     const char *t = a->throttle[k], *eq = strchr(t, '=');
     int r = -1, gi = eq ? resolve_global(g, t, (size_t)(eq - t), &r) : -1;
     if (gi < 0)
-      return hlb_cli_usage_error("run", "--throttle '%s': expected NAME@RANK=FACTOR with a PU "
-                                 "of this run", t);
+      return hlb_cli_usage_error("run",
+                                 "--throttle '%s': expected NAME@RANK=FACTOR with a PU "
+                                 "of this run",
+                                 t);
     double f;
     if (hlb_cli_parse_double("run", "--throttle", eq + 1, 1, 1e6, &f)) return HLB_EXIT_USAGE;
     if (r == g->rank) pus[gi - g->first[r]].throttle = f;
@@ -416,8 +417,10 @@ static int mpi_inject(const run_args *a, const mpi_pu_names *g, hlb_exec_options
   unsigned long from = c1 ? strtoul(c1 + 1, &end, 10) : 0, count = 1;
   if (end && *end == ':') count = strtoul(end + 1, &end, 10);
   if (gi < 0 || from == 0 || !end || *end)
-    return hlb_cli_usage_error("run", "--inject '%s': expected NAME@RANK:N[:COUNT] with a PU "
-                               "of this run and N >= 1", a->inject);
+    return hlb_cli_usage_error("run",
+                               "--inject '%s': expected NAME@RANK:N[:COUNT] with a PU "
+                               "of this run and N >= 1",
+                               a->inject);
   o->inject_pu = gi;
   o->inject_from = (unsigned)from;
   o->inject_count = (unsigned)count;
@@ -468,8 +471,7 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
       if (a->json)
         print_json(a, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
       else
-        print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL,
-                   st[0].rank);
+        print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
       if (!r[0].verified) fprintf(stderr, "hlb run: %s: %s\n", a->app, r[0].error);
     }
   }
@@ -496,8 +498,10 @@ static int run_mpi(const run_args *a, hlb_app *app) {
   if (!any_bad && !rc) rc = mpi_throttles(a, &g, pus);
   bad = rc != 0;
   if (!any_bad) MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-  if (!any_bad) rc = run_mpi_runs(a, app, pus, n, &g);
-  else if (!rc) rc = HLB_EXIT_USAGE;
+  if (!any_bad)
+    rc = run_mpi_runs(a, app, pus, n, &g);
+  else if (!rc)
+    rc = HLB_EXIT_USAGE;
   MPI_Finalize();
   return rc;
 }

@@ -7,8 +7,7 @@ const char hlb_cmd_version_help[] = "print hlb's version";
 
 int hlb_cmd_version(int argc, char **argv) {
   (void)argv;
-  if (argc > 1)
-    return hlb_cli_usage_error("version", "takes no arguments");
+  if (argc > 1) return hlb_cli_usage_error("version", "takes no arguments");
   printf("hlb %s\n", hlb_version());
   return HLB_EXIT_OK;
 }

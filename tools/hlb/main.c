@@ -39,8 +39,7 @@ int main(int argc, char **argv) {
     return HLB_EXIT_OK;
   }
   for (const command *c = commands; c->name; c++)
-    if (!strcmp(argv[1], c->name))
-      return c->run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
   fprintf(stderr, "hlb: unknown command '%s' (try 'hlb --help')\n", argv[1]);
   return HLB_EXIT_USAGE;
 }

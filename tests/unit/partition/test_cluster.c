@@ -207,8 +207,9 @@ static void root_and_file_errors(void **state) {
 static void absent_links_are_free(void **state) {
   (void)state;
   hlb_cluster *c = NULL;
-  const char *text = "{\"item\": {\"in_bytes\": 8, \"out_bytes\": 8}, \"nodes\": [{\"name\": \"m\", "
-                     "\"pus\": [{\"name\": \"cpu\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}}]}]}";
+  const char *text =
+      "{\"item\": {\"in_bytes\": 8, \"out_bytes\": 8}, \"nodes\": [{\"name\": \"m\", "
+      "\"pus\": [{\"name\": \"cpu\", \"kind\": \"cpu\", \"time\": {\"linear\": 1}}]}]}";
   assert_int_equal(hlb_cluster_parse("t.json", text, &c), 0);
   assert_true(c->nodes[0].link.latency_s == 0);
   assert_true(isinf(c->nodes[0].link.bandwidth_Bps));

@@ -38,7 +38,9 @@ static void start(harness *h, const char *policy, const char *params, unsigned n
   assert_int_equal(h->ops->init(&ctx, &h->state), 0);
 }
 
-static void stop(harness *h) { h->ops->fini(h->state); }
+static void stop(harness *h) {
+  h->ops->fini(h->state);
+}
 
 /* One interval: rank r computed for compute[r] seconds (plus comm[r] in MPI), with CPU share
  * cpu_frac[r] of the real time, at a speed of speed[r] rows per second. */
