@@ -18,6 +18,19 @@ const char hlb_cmd_fit_help[] =
 
 #define CMD "fit"
 
+static const char usage_text[] =
+    "usage: hlb fit SAMPLES.csv [--predict X[,X...]] [--json]\n"
+    "  SAMPLES.csv  header pu,items,compute_s[,transfer_s]; one measured block per row\n"
+    "  --predict    print each PU's fitted F(x)+G(x) at these block sizes\n"
+    "  --json       print the result as JSON\n"
+    "Per PU: the chosen terms of the basis in u = x / scale (scale = the PU's largest block),\n"
+    "R^2, and rejected rows by reason (nan, inf, nonpositive, zero_items). docs/models.md.\n"
+    "Exit status: 0 when at least one PU was fitted, 1 when none, 2 for bad usage or a\n"
+    "malformed file.\n";
+
+/* Sentinel of parse_args: --help was printed, exit 0. */
+#define HELP_SHOWN (-1)
+
 typedef struct row {
   size_t pu; /* index into the PU list */
   double items, compute_s, transfer_s;
@@ -294,6 +307,9 @@ static int parse_args(int argc, char **argv, args *a) {
       if (parse_predict(v, &a->xs, &a->nx)) return HLB_EXIT_USAGE;
     } else if (strcmp(argv[i], "--json") == 0) {
       a->json = 1;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage_text, stdout);
+      return HELP_SHOWN;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return hlb_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
     } else if (a->file) {
@@ -360,5 +376,5 @@ int hlb_cmd_fit(int argc, char **argv) {
   if (rc == 0) rc = run(&c, &a);
   csv_free(&c);
   free(a.xs);
-  return rc;
+  return rc == HELP_SHOWN ? HLB_EXIT_OK : rc;
 }
