@@ -352,8 +352,11 @@ static void hlb_slow_pu_with_fixed_cost(void **state) {
  * row, no fixed cost), 1 % jitter, 78 or 781 rows per rank. Greedy with 1- and 5-row chunks
  * ends within one row of the bound. hlb took one granule's time for the fixed cost, so with
  * none it kept every block (the last ones included) at 1 / overhead_max = 20 rows or more:
- * the pool ran dry while some ranks still had up to 40 rows to do, and hlb ended 1.6-2.6 %
- * behind greedy. Now the tail shrinks to single rows and hlb is no worse than greedy. */
+ * the pool ran dry while some ranks still had up to 40 rows to do, and hlb ended 1.7 %
+ * behind greedy at 5000 rows (1.0248 x bound vs 1.0076). Now the tail shrinks to single rows
+ * that go to whoever would finish them first: 1.0060 and 1.0008 x bound, greedy 1.0076 and
+ * 1.0027. (Shrinking alone, with the old rule "wait while your share is under half a row",
+ * left the last rows to one slow rank while 63 waited: 1.29 x.) */
 static void hlb_no_fixed_cost_tail(void **state) {
   (void)state;
   static const double per_row[4] = {0.383845, 0.319871, 0.644, 0.410529};
@@ -370,6 +373,7 @@ static void hlb_no_fixed_cost_tail(void **state) {
     print_message("  %zu rows: hlb %.4f x bound (%zu blocks), greedy %.4f x bound\n", items[k],
                   h.makespan / lb, h.blocks, g.makespan / lb);
     assert_true(h.makespan <= 1.005 * g.makespan);
+    assert_true(h.makespan <= 1.01 * lb);
     free(h.ev);
     free(g.ev);
   }
