@@ -49,6 +49,11 @@ int hlb__staging_grow_host(void **buf, size_t *cap, size_t need);
 int hlb__staging_grow_device(const hlb__backend_ops *ops, void *dev, void **buf, size_t *cap,
                              size_t need);
 
+/* Validate a codelet and an item count (both executors): n_items > 0, shared buffers within
+ * HLB_EXEC_MAX_SHARED, every per-item input and output has somewhere to come from and go to.
+ * HLB_EINVAL naming the codelet and the problem. */
+int hlb__codelet_check(const hlb_codelet *cl, size_t n_items);
+
 /* Cores of this machine (hwloc when available, else sysconf). */
 unsigned hlb__cpu_cores(void);
 

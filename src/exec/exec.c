@@ -278,9 +278,7 @@ static void *drive(void *arg) {
   return NULL;
 }
 
-static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_items) {
-  if (!ex || !cl)
-    return hlb__error(HLB_EINVAL, "hlb_executor_run: executor and codelet are required");
+int hlb__codelet_check(const hlb_codelet *cl, size_t n_items) {
   const char *name = cl->name ? cl->name : "(unnamed)";
   if (n_items == 0) return hlb__error(HLB_EINVAL, "codelet '%s': n_items must be > 0", name);
   if (cl->n_shared > HLB_EXEC_MAX_SHARED)
@@ -292,6 +290,15 @@ static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_it
   if (cl->out_bytes_per_item && !cl->unpack && !cl->out)
     return hlb__error(HLB_EINVAL, "codelet '%s': output of %zu bytes per item needs unpack or out",
                       name, cl->out_bytes_per_item);
+  return 0;
+}
+
+static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_items) {
+  if (!ex || !cl)
+    return hlb__error(HLB_EINVAL, "hlb_executor_run: executor and codelet are required");
+  int rc = hlb__codelet_check(cl, n_items);
+  if (rc) return rc;
+  const char *name = cl->name ? cl->name : "(unnamed)";
   for (unsigned i = 0; i < ex->n; i++)
     if (ex->ops[i]->has_kernel(cl)) return 0;
   return hlb__error(HLB_EINVAL, "codelet '%s': no kernel for any of the %u PUs", name, ex->n);

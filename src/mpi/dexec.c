@@ -775,18 +775,7 @@ static int check_local(dx *x, const hlb_exec_pu *pus, unsigned n, const hlb_code
     return hlb__error(HLB_EINVAL, "hlb_mpi_run: rank %d: %u local PUs, at most %u", x->rank, n,
                       HLB_EXEC_MAX_PUS);
   if (x->rank != 0) return 0;
-  const char *name = cl->name ? cl->name : "(unnamed)";
-  if (n_items == 0) return hlb__error(HLB_EINVAL, "codelet '%s': n_items must be > 0", name);
-  if (cl->n_shared > HLB_EXEC_MAX_SHARED)
-    return hlb__error(HLB_EINVAL, "codelet '%s': %u shared buffers, at most %u", name, cl->n_shared,
-                      HLB_EXEC_MAX_SHARED);
-  if (cl->in_bytes_per_item && !cl->pack && !cl->in)
-    return hlb__error(HLB_EINVAL, "codelet '%s': input of %zu bytes per item needs pack or in",
-                      name, cl->in_bytes_per_item);
-  if (cl->out_bytes_per_item && !cl->unpack && !cl->out)
-    return hlb__error(HLB_EINVAL, "codelet '%s': output of %zu bytes per item needs unpack or out",
-                      name, cl->out_bytes_per_item);
-  return 0;
+  return hlb__codelet_check(cl, n_items);
 }
 
 /* Rank 0's sizes and options, for every rank. */
