@@ -20,9 +20,10 @@ print('np=$np ok:', [(p['name'], p['rank'], p['items']) for p in d['pus']])
 " || fail=1
 done
 # A failing PU on rank 1 is retired after repeated failures; the result is still right.
-# (greedy hands every idle PU a chunk, so rank 1 surely gets blocks to fail.)
+# (greedy hands every idle PU a chunk, and rank 0's PU is throttled x50 so that the run lasts
+# long enough for rank 1 to fail three times before the pool is empty.)
 out=$("${MPIRUN[@]}" -np 2 "$hlb" run blackscholes --mpi --size 20000 --pus cpu:1 --policy greedy \
-  --inject "cpu:1@1:1:0")
+  --throttle "cpu:1@0=50" --inject "cpu:1@1:1:0")
 echo "$out" | grep -q "retired" || { echo "FAIL: injected PU not retired"; fail=1; }
 echo "$out" | grep -q "verified against the reference" || { echo "FAIL: not verified"; fail=1; }
 # Usage errors exit 2 on every rank, never hang.
