@@ -49,6 +49,14 @@ int hlb__staging_grow_host(void **buf, size_t *cap, size_t need);
 int hlb__staging_grow_device(const hlb__backend_ops *ops, void *dev, void **buf, size_t *cap,
                              size_t need);
 
+/* Where block `blk`'s input and output are on the host (both executors): the input packed
+ * into *host_in when the codelet has pack(), else read in place from cl->in; the output into
+ * *host_out when it has unpack() (the caller unpacks after the run), else in place in cl->out.
+ * NULL for a side with no bytes. The staging buffers grow as needed. */
+int hlb__block_host_io(const hlb_codelet *cl, const hlb_block *blk, void **host_in,
+                       size_t *host_in_cap, void **host_out, size_t *host_out_cap, const void **in,
+                       void **out);
+
 /* Validate a codelet and an item count (both executors): n_items > 0, shared buffers within
  * HLB_EXEC_MAX_SHARED, every per-item input and output has somewhere to come from and go to.
  * HLB_EINVAL naming the codelet and the problem. */

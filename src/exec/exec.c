@@ -84,25 +84,39 @@ static int grow_dev(driver *d, void **buf, size_t *cap, size_t need) {
   return hlb__staging_grow_device(d->r->ex->ops[d->pu], d->r->ex->dev[d->pu], buf, cap, need);
 }
 
+int hlb__block_host_io(const hlb_codelet *cl, const hlb_block *blk, void **host_in,
+                       size_t *host_in_cap, void **host_out, size_t *host_out_cap, const void **in,
+                       void **out) {
+  size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
+  int rc = 0;
+  *in = NULL;
+  *out = NULL;
+  if (in_b && cl->pack) {
+    if ((rc = hlb__staging_grow_host(host_in, host_in_cap, in_b))) return rc;
+    cl->pack(cl->user, blk->begin, blk->count, *host_in);
+    *in = *host_in;
+  } else if (in_b) {
+    *in = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
+  }
+  if (out_b && cl->unpack) {
+    if ((rc = hlb__staging_grow_host(host_out, host_out_cap, out_b))) return rc;
+    *out = *host_out;
+  } else if (out_b) {
+    *out = (char *)cl->out + blk->begin * cl->out_bytes_per_item;
+  }
+  return 0;
+}
+
 /* Stage the block's input on the PU and point call->in/out at PU memory. */
 static int stage_in(driver *d, const hlb_block *blk, hlb_exec_call *call) {
   const hlb_codelet *cl = d->r->cl;
   const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
   size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
   const void *src = NULL;
-  int rc = 0;
-  if (in_b && cl->pack) {
-    if ((rc = hlb__staging_grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
-    cl->pack(cl->user, blk->begin, blk->count, d->host_in);
-    src = d->host_in;
-  } else if (in_b) {
-    src = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
-  }
-  if (out_b && cl->unpack && (rc = hlb__staging_grow_host(&d->host_out, &d->host_out_cap, out_b)))
-    return rc;
-  void *host_out = !out_b       ? NULL
-                   : cl->unpack ? d->host_out
-                                : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
+  void *host_out = NULL;
+  int rc = hlb__block_host_io(cl, blk, &d->host_in, &d->host_in_cap, &d->host_out, &d->host_out_cap,
+                              &src, &host_out);
+  if (rc) return rc;
   if (ops->host_memory) {
     call->in = src;
     call->out = host_out;

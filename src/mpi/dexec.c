@@ -286,24 +286,13 @@ static int local_next_locked(dx_pu *d, hlb_block *blk) {
 /* The block's input and output on rank 0: in place, or through pack/unpack staging. */
 static int local_block(dx_pu *d, const hlb_block *blk, hlb_sample *s, double *throttle_s) {
   const hlb_codelet *cl = &d->x->cl;
-  size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
+  size_t out_b = cl->out_bytes_per_item * blk->count;
   double t0 = hlb__now();
   const void *in = NULL;
   void *out = NULL;
-  int rc = 0;
-  if (in_b && cl->pack) {
-    if ((rc = hlb__staging_grow_host(&d->host_in, &d->host_in_cap, in_b))) return rc;
-    cl->pack(cl->user, blk->begin, blk->count, d->host_in);
-    in = d->host_in;
-  } else if (in_b) {
-    in = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
-  }
-  if (out_b && cl->unpack) {
-    if ((rc = hlb__staging_grow_host(&d->host_out, &d->host_out_cap, out_b))) return rc;
-    out = d->host_out;
-  } else if (out_b) {
-    out = (char *)cl->out + blk->begin * cl->out_bytes_per_item;
-  }
+  int rc = hlb__block_host_io(cl, blk, &d->host_in, &d->host_in_cap, &d->host_out, &d->host_out_cap,
+                              &in, &out);
+  if (rc) return rc;
   double pack_s = hlb__now() - t0;
   rc = run_block(d, blk, in, out, s, throttle_s);
   double t1 = hlb__now();
