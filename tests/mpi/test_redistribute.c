@@ -11,15 +11,7 @@
 
 #define ROW_DOUBLES 3
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "mpi/check.h"
 
 static double cell(size_t row, int k) {
   return (double)row * 10.0 + k;
@@ -114,7 +106,7 @@ int main(int argc, char **argv) {
     memcpy(od, nd, (size_t)size * sizeof *od);
   }
   int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&check_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0)
     printf("redistribute: %d ranks, 50 random layouts, %s\n", size, all ? "FAILED" : "ok");
   free(a);

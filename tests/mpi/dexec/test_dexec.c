@@ -25,16 +25,7 @@
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "rank %d: ", rank);                                                          \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "mpi/check.h"
 
 typedef struct work {
   double *x, *y;
@@ -132,6 +123,7 @@ int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  snprintf(check_who, sizeof check_who, "rank %d: ", rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char *mode = argc > 1 ? argv[1] : "cpu";
   int use_cl = !strcmp(mode, "opencl");
@@ -215,7 +207,7 @@ int main(int argc, char **argv) {
   free(w.y);
   free(w.arrivals);
   int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&check_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Finalize();
   return all ? 1 : 0;
 }

@@ -12,15 +12,7 @@
 #include "hlb/cluster.h"
 #include "hlb/error.h"
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "mpi/check.h"
 
 static int physical(const hlb_link *l) {
   return isfinite(l->latency_s) && l->latency_s >= 0 && isfinite(l->bandwidth_Bps) &&
@@ -62,5 +54,5 @@ int main(int argc, char **argv) {
     CHECK(hlb_cluster_find_pu(c, argv[k]) >= 0, "no pu '%s' in the file", argv[k]);
   CHECK(c->n_pus == (unsigned)(argc - 3), "%u PUs, expected %d", c->n_pus, argc - 3);
   hlb_cluster_free(c);
-  return failures ? 1 : 0;
+  return check_failures ? 1 : 0;
 }
