@@ -7,6 +7,7 @@
 extern "C" {
 #include "apps.h"
 #include "hlb/error.h"
+#include "mandel_point.h"
 }
 
 namespace {
@@ -93,17 +94,7 @@ __global__ void k_mandelbrot(uint32_t *out, const double *prm, size_t begin, siz
   unsigned iters = (unsigned)prm[1];
   size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (g >= count * n) return;
-  size_t row = begin + g / n, x = g % n;
-  double cy = -1.5 + 3.0 * (double)row / (double)n;
-  double cx = -2.0 + 3.0 * (double)x / (double)n, zx = 0.0, zy = 0.0;
-  unsigned it = 0;
-  while (it < iters && zx * zx + zy * zy <= 4.0) {
-    double t = zx * zx - zy * zy + cx;
-    zy = 2.0 * zx * zy + cy;
-    zx = t;
-    it++;
-  }
-  out[g] = it;
+  out[g] = hlb__mandel_point(n, iters, begin + g / n, g % n);
 }
 
 int launch_mandelbrot(const hlb_exec_call *c) {

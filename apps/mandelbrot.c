@@ -9,6 +9,7 @@
 
 #include "apps.h"
 #include "common/error_internal.h"
+#include "mandel_point.h"
 
 #define MANDEL_ITERS 256
 /* Pixels allowed to differ from the reference (boundary rounding on devices): 0.1 %. */
@@ -50,18 +51,8 @@ static const char mandel_cl[] =
 
 /* The kernel of MANDEL_BODY, in C. */
 static void mandel_row(size_t n, unsigned iters, size_t row, uint32_t *out) {
-  double cy = -1.5 + 3.0 * (double)row / (double)n;
-  for (size_t x = 0; x < n; x++) {
-    double cx = -2.0 + 3.0 * (double)x / (double)n, zx = 0.0, zy = 0.0;
-    unsigned it = 0;
-    while (it < iters && zx * zx + zy * zy <= 4.0) {
-      double t = zx * zx - zy * zy + cx;
-      zy = 2.0 * zx * zy + cy;
-      zx = t;
-      it++;
-    }
-    out[x] = it;
-  }
+  for (size_t x = 0; x < n; x++)
+    out[x] = hlb__mandel_point(n, iters, row, x);
 }
 
 static int mandel_cpu(const hlb_exec_call *c) {
