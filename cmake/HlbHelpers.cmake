@@ -66,3 +66,15 @@ function(hlb_add_test name)
     set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
   endif()
 endfunction()
+
+# hlb_add_all_subdirectories(): add every direct subfolder that has a CMakeLists.txt, in name
+# order, so a new test group or benchmark is a new folder and nothing else.
+function(hlb_add_all_subdirectories)
+  file(GLOB dirs LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT dirs)
+  foreach(d ${dirs})
+    if(IS_DIRECTORY ${d} AND EXISTS ${d}/CMakeLists.txt)
+      add_subdirectory(${d})
+    endif()
+  endforeach()
+endfunction()

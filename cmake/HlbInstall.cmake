@@ -26,7 +26,8 @@ install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set(HLB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hlb)
 install(EXPORT hlbTargets NAMESPACE hlb:: DESTINATION ${HLB_CMAKE_DIR})
 
-# What the config file must find again for the imported targets libhlb links.
+# The pkg-config modules libhlb links, as PREFIX=module: the config file finds them again for
+# the imported targets, and hlb.pc lists them as private requirements.
 set(HLB_CONFIG_PKG_DEPS "CJSON=libcjson;LAPACKE=lapacke")
 if(HWLOC_FOUND)
   list(APPEND HLB_CONFIG_PKG_DEPS "HWLOC=hwloc")
@@ -43,13 +44,8 @@ install(FILES ${PROJECT_BINARY_DIR}/hlbConfig.cmake ${PROJECT_BINARY_DIR}/hlbCon
   DESTINATION ${HLB_CMAKE_DIR})
 
 # pkg-config: relocatable (prefix from the .pc file's own place), so a staged install works.
-set(HLB_PC_REQUIRES_PRIVATE "libcjson lapacke")
-if(HWLOC_FOUND)
-  string(APPEND HLB_PC_REQUIRES_PRIVATE " hwloc")
-endif()
-if(OPENCL_FOUND)
-  string(APPEND HLB_PC_REQUIRES_PRIVATE " OpenCL")
-endif()
+list(TRANSFORM HLB_CONFIG_PKG_DEPS REPLACE "^[^=]*=" "" OUTPUT_VARIABLE hlb_pc_modules)
+list(JOIN hlb_pc_modules " " HLB_PC_REQUIRES_PRIVATE)
 set(HLB_PC_LIBS_PRIVATE "-lglpk -lm -lpthread")
 if(HLB_HAVE_CUDA)
   string(APPEND HLB_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
