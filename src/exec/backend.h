@@ -57,6 +57,10 @@ int hlb__block_host_io(const hlb_codelet *cl, const hlb_block *blk, void **host_
                        size_t *host_in_cap, void **host_out, size_t *host_out_cap, const void **in,
                        void **out);
 
+/* Add a finished block's sample to a PU's stats (both executors); throttle_s is the emulated
+ * part of s->compute_s. */
+void hlb__pu_stats_add_block(hlb_exec_pu_stats *st, const hlb_sample *s, double throttle_s);
+
 /* Validate a codelet and an item count (both executors): n_items > 0, shared buffers within
  * HLB_EXEC_MAX_SHARED, every per-item input and output has somewhere to come from and go to.
  * HLB_EINVAL naming the codelet and the problem. */

@@ -214,6 +214,16 @@ static int block_failed_locked(driver *d, const hlb_block *blk) {
   return 1;
 }
 
+void hlb__pu_stats_add_block(hlb_exec_pu_stats *st, const hlb_sample *s, double throttle_s) {
+  st->items += s->block.count;
+  st->blocks++;
+  st->compute_s += s->compute_s - throttle_s;
+  st->throttle_s += throttle_s;
+  st->transfer_s += s->transfer_s;
+  st->busy_s += s->compute_s + s->transfer_s;
+  st->finish_s = s->end_s;
+}
+
 static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   run_ctx *r = d->r;
   hlb_exec_pu_stats *st = &r->st[d->pu];
@@ -222,13 +232,7 @@ static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   /* A rejected sample (HLB_ESAMPLE) still counts the block as processed. */
   hlb_balancer_done(r->b, d->bpu, s);
   d->fail_streak = 0;
-  st->items += s->block.count;
-  st->blocks++;
-  st->compute_s += s->compute_s - throttle_s;
-  st->throttle_s += throttle_s;
-  st->transfer_s += s->transfer_s;
-  st->busy_s += s->compute_s + s->transfer_s;
-  st->finish_s = end;
+  hlb__pu_stats_add_block(st, s, throttle_s);
   if (end > r->last_end) r->last_end = end;
 }
 

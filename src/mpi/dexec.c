@@ -226,14 +226,7 @@ static void set_error_locked(dx *x, int code, const char *text) {
 }
 
 static void account_done_locked(dx *x, unsigned g, const hlb_sample *s, double throttle_s) {
-  hlb_exec_pu_stats *st = &x->st[g];
-  st->items += s->block.count;
-  st->blocks++;
-  st->compute_s += s->compute_s - throttle_s;
-  st->throttle_s += throttle_s;
-  st->transfer_s += s->transfer_s;
-  st->busy_s += s->compute_s + s->transfer_s;
-  st->finish_s = s->end_s;
+  hlb__pu_stats_add_block(&x->st[g], s, throttle_s);
   if (s->end_s > x->last_end) x->last_end = s->end_s;
 }
 
