@@ -49,16 +49,25 @@ static int read_header(FILE *f, const char *path, header *h) {
   return 0;
 }
 
-int mm_read_size(const char *path, size_t *rows, size_t *cols, size_t *entries) {
+/* Open the file and read its header; NULL (message printed) on failure. */
+static FILE *open_matrix(const char *path, header *h) {
   FILE *f = fopen(path, "r");
   if (!f) {
     fprintf(stderr, "%s: cannot open\n", path);
-    return -1;
+    return NULL;
   }
+  if (read_header(f, path, h)) {
+    fclose(f);
+    return NULL;
+  }
+  return f;
+}
+
+int mm_read_size(const char *path, size_t *rows, size_t *cols, size_t *entries) {
   header h;
-  int rc = read_header(f, path, &h);
+  FILE *f = open_matrix(path, &h);
+  if (!f) return -1;
   fclose(f);
-  if (rc) return rc;
   *rows = h.rows;
   *cols = h.cols;
   *entries = h.entries;
@@ -110,13 +119,10 @@ static int to_csr(triple *t, size_t n, size_t first, size_t count, hlb_csr *m) {
 }
 
 int mm_read_rows(const char *path, size_t first, size_t count, hlb_csr *m) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "%s: cannot open\n", path);
-    return -1;
-  }
   header h;
-  int rc = read_header(f, path, &h);
+  FILE *f = open_matrix(path, &h);
+  if (!f) return -1;
+  int rc = 0;
   triple *t = NULL;
   size_t n = 0, cap = 0;
   char line[1024];
