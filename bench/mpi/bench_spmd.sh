@@ -2,14 +2,17 @@
 # SPMD rebalancing under a competing process (issue 5; FLEX-MPI paper 002 section 4.2).
 #
 # Jacobi and CG on 2 ranks, each bound to its own core. LOAD_AFTER seconds into each run a busy
-# loop is started on rank 1's core and left running to the end. Every policy runs twice: with
-# that load and without it. Printed per run: time, time saved against `none` in the same
-# setting, redistributions (all / after the load appeared), and how many iterations after the
-# load appeared the first redistribution came.
+# loop is started on rank 1's core and left running to the end. Every policy runs with that
+# load and without it, REPS times, the runs of one repetition one after the other (so a drift
+# of the machine's speed hits every policy alike). Printed per setting and policy, as medians
+# over the repetitions: time, time saved against `none`'s median in the same setting (and the
+# range of the per-repetition savings, each against `none` of the same repetition),
+# redistributions (all / after the load appeared), and how many iterations after the load
+# appeared the first redistribution came.
 #
 #   bench/mpi/bench_spmd.sh BUILD_DIR [POLICIES...]
 # Environment: JACOBI_ROWS (4000) JACOBI_ITERS (3000) CG_GRID (700) CG_ITERS (3000)
-#              LOAD_AFTER (5) INTERVAL (100)
+#              LOAD_AFTER (3) INTERVAL (100) REPS (3) APPS ("jacobi cg")
 set -euo pipefail
 build=${1:?usage: bench_spmd.sh BUILD_DIR [POLICIES...]}
 shift
@@ -18,7 +21,7 @@ policies=("$@")
 bin="$build/examples/mpi"
 JACOBI_ROWS=${JACOBI_ROWS:-4000} JACOBI_ITERS=${JACOBI_ITERS:-3000}
 CG_GRID=${CG_GRID:-700} CG_ITERS=${CG_ITERS:-3000}
-LOAD_AFTER=${LOAD_AFTER:-5} INTERVAL=${INTERVAL:-100}
+LOAD_AFTER=${LOAD_AFTER:-3} INTERVAL=${INTERVAL:-100} REPS=${REPS:-3} APPS=${APPS:-"jacobi cg"}
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to core --map-by core -np 2)
 loaded_core=1
 out=$(mktemp -d)
@@ -49,33 +52,53 @@ PY
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "date: $(date -u +%Y-%m-%d)"
-for app in jacobi cg; do
+for app in $APPS; do
   : > "$out/$app.jsonl"
-  for load in no yes; do
-    for p in "${policies[@]}"; do
-      run_one "$app" "$load" "$p" | tee -a "$out/$app.jsonl" >&2
+  for rep in $(seq "$REPS"); do
+    for load in no yes; do
+      for p in "${policies[@]}"; do
+        run_one "$app" "$load" "$p" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['rep']=$rep; print(json.dumps(d))" \
+          | tee -a "$out/$app.jsonl" >&2
+      done
     done
   done
   python3 - "$out/$app.jsonl" "$app" <<'PY'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 app = sys.argv[2]
-base = {r["load_epoch"] > 0: r["time_s"] for r in rows if r["policy"] == "none"}
-print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, 2 ranks")
-print(f"{'load':5} {'policy':10} {'time_s':>8} {'saved':>7} {'redist':>6} {'after load':>10} {'iters to 1st':>12} {'final split':>14}")
-for r in rows:
-    loaded = r["load_epoch"] > 0
-    saved = 100.0 * (1 - r["time_s"] / base[loaded]) if loaded in base else float("nan")
-    after, first = "-", "-"
-    if loaded:
-        t_load = r["load_epoch"] - r["start_epoch"]
-        late = [(it, t) for it, t in r["redistributions_at"] if t >= t_load]
-        after = str(len(late))
-        if late:
-            per_iter = r["time_s"] / r["iterations"]
-            # iterations between the load appearing and the first redistribution
-            first = str(max(0, int(late[0][0] - t_load / per_iter)))
-    print(f"{'yes' if loaded else 'no':5} {r['policy']:10} {r['time_s']:8.2f} {saved:6.1f}% "
-          f"{r['redistributions']:6d} {after:>10} {first:>12} {str(r['final_counts']):>14}")
+med = statistics.median
+def after_load(r):
+    """Redistributions after the load appeared, and iterations from the load to the first."""
+    if r["load_epoch"] <= 0:
+        return None, None
+    t_load = r["load_epoch"] - r["start_epoch"]
+    late = [(it, t) for it, t in r["redistributions_at"] if t >= t_load]
+    if not late:
+        return 0, None
+    per_iter = r["time_s"] / r["iterations"]
+    return len(late), max(0, int(late[0][0] - t_load / per_iter))
+base = {(r["load_epoch"] > 0, r["rep"]): r["time_s"] for r in rows if r["policy"] == "none"}
+print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, 2 ranks, "
+      f"medians of {len({r['rep'] for r in rows})} repetitions")
+print(f"{'load':5} {'policy':10} {'time_s':>8} {'saved':>7} {'saved range':>15} {'redist':>6} "
+      f"{'after load':>10} {'iters to 1st':>12}  final split (median run)")
+for loaded in (False, True):
+    for p in dict.fromkeys(r["policy"] for r in rows):
+        runs = [r for r in rows if r["policy"] == p and (r["load_epoch"] > 0) == loaded]
+        if not runs:
+            continue
+        t = med([r["time_s"] for r in runs])
+        none_t = med([v for (l, _), v in base.items() if l == loaded]) if base else float("nan")
+        saved = [100.0 * (1 - r["time_s"] / base[(loaded, r["rep"])]) for r in runs
+                 if (loaded, r["rep"]) in base]
+        late = [after_load(r) for r in runs]
+        after = "-" if not loaded else str(int(med([a for a, _ in late])))
+        firsts = [f for _, f in late if f is not None]
+        first = str(int(med(firsts))) if firsts else "-"
+        median_run = sorted(runs, key=lambda r: r["time_s"])[len(runs) // 2]
+        print(f"{'yes' if loaded else 'no':5} {p:10} {t:8.2f} {100.0 * (1 - t / none_t):6.1f}% "
+              f"{min(saved):6.1f}..{max(saved):5.1f}% "
+              f"{int(med([r['redistributions'] for r in runs])):6d} {after:>10} {first:>12}  "
+              f"{median_run['final_counts']}")
 PY
 done

@@ -39,6 +39,7 @@ struct hlb_spmd {
   hlb_rank_interval *gathered;
   hlb_spmd_stats stats;
   long *redistributed_at; /* iteration of each redistribution */
+  int log;                /* HLB_SPMD_LOG set: log every interval on rank 0 */
   unsigned redistributed_cap;
 };
 
@@ -108,6 +109,8 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
     return rc;
   }
   even_split(rows, s->size, s->counts, s->displs);
+  const char *log = getenv("HLB_SPMD_LOG");
+  s->log = log && *log && strcmp(log, "0") != 0;
   hlb__monitor_init(&s->monitor, s->opt.use_papi);
   s->stats.papi = hlb__monitor_has_papi(&s->monitor);
   *out = s;
@@ -265,6 +268,20 @@ static int redistribute_all(hlb_spmd *s) {
   return record_redistribution(s);
 }
 
+/* HLB_SPMD_LOG=1: rank 0 prints what every rank measured and what the policy decided, one line
+ * per sampling interval on stderr, so a user can see why a run was (not) rebalanced. */
+static void log_interval(const hlb_spmd *s, const hlb_repart_decision *d) {
+  if (s->rank != 0) return;
+  fprintf(stderr, "hlb spmd: interval %u iter %u", s->stats.intervals, s->stats.iterations);
+  for (int r = 0; r < s->size; r++) {
+    const hlb_rank_interval *iv = &s->gathered[r];
+    fprintf(stderr, " | r%d rows %zu real %.4f cpu %.4f mpi %.4f work %.4g", r, iv->rows,
+            iv->real_s, iv->cpu_s, iv->comm_s, iv->work);
+  }
+  fprintf(stderr, " | imbalance %.3f gain %.4f s%s\n", d->imbalance, d->predicted_gain_s,
+          d->rebalance ? " -> rebalance" : "");
+}
+
 static int end_of_interval(hlb_spmd *s, int *changed) {
   hlb_rank_interval mine = hlb__monitor_take(&s->monitor, s->counts[s->rank]);
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, s->gathered, (int)sizeof mine, MPI_BYTE,
@@ -283,6 +300,7 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
   rc = s->policy->decide(s->policy_state, s->gathered, s->counts, s->new_counts, &d);
   if (rc) return rc;
   s->stats.last = d;
+  if (s->log) log_interval(s, &d);
   if (!d.rebalance) return 0;
   enforce_min_rows(s);
   if (!memcmp(s->counts, s->new_counts, (size_t)s->size * sizeof(size_t))) return 0;

@@ -6,6 +6,10 @@
 
 #include "hlb/repartition.h"
 
+/* FLEX-MPI's dedicated test threshold TH1 (002 section 3.2): a rank losing 5 % or more of its
+ * wall time to other processes shares its core. */
+#define HLB_REPART_TH1 0.05
+
 /* Compute time of an interval: real time minus time in MPI calls, never below 1 % of the
  * real time (a rank that only waited still did some work). */
 double hlb__repart_compute_s(const hlb_rank_interval *iv);
