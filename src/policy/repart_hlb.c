@@ -22,7 +22,14 @@
  *    chasing drift is rare and cheap; a change of load resets that.
  *
  * Every move must also pay off: the gain over `horizon` intervals must exceed `margin` times
- * the measured cost of the last redistribution. Rows are split so that predicted compute
+ * the measured cost of the last redistribution. And every move is checked: once `window`
+ * intervals have run on the new split, their wall time per iteration is compared with the
+ * intervals the move was decided on; a move that did not make iterations faster is undone
+ * and no move from averages follows until the load changes again. Equal compute times are
+ * not always fastest: when a rank shares its core and the code synchronises often (CG: two
+ * reductions and a halo exchange per 4 ms iteration), a loaded rank that arrives early spins
+ * away its core share and is often descheduled when the others arrive, so the even split,
+ * which keeps it busy, beat the balanced one by 25 % here. Rows are split so that predicted compute
  * times are equal, by per-row weights when the application gives them.
  */
 #include <math.h>
@@ -61,6 +68,11 @@ typedef struct hlb_repart_state {
   double *win_work, *win_compute, *win_speed, *win_speed2;
   double *work, *compute; /* per rank, of the interval or window being judged */
   unsigned win_n;       /* intervals in the window */
+  double win_wall, win_iters; /* the window's wall seconds (slowest rank) and iterations */
+  double last_wall, last_iters; /* the same, of the last interval */
+  size_t *undo_counts;  /* the split before the move being checked */
+  double before_s;      /* wall seconds per iteration the move was decided on; 0: no check due */
+  int frozen;           /* a move was undone: no moves from averages until the load changes */
   unsigned from_average; /* moves from averages since the last change of load */
 } hlb_repart_state;
 
@@ -87,6 +99,13 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
   }
   s->shared_then = s->shared + ctx->n_ranks;
   s->shared_before = s->shared_then + ctx->n_ranks;
+  s->undo_counts = calloc(ctx->n_ranks, sizeof *s->undo_counts);
+  if (!s->undo_counts) {
+    free(s->shared);
+    free(s->speed);
+    free(s);
+    return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory for %u ranks", ctx->n_ranks);
+  }
   s->ctx = *ctx;
   *state = s;
   return 0;
@@ -96,15 +115,21 @@ static void window_reset(hlb_repart_state *s) {
   size_t n = s->ctx.n_ranks;
   memset(s->win_work, 0, 4 * n * sizeof *s->win_work);
   s->win_n = 0;
+  s->win_wall = s->win_iters = 0.0;
 }
 
 static void window_add(hlb_repart_state *s, const hlb_rank_interval *iv) {
+  s->last_wall = s->last_iters = 0.0;
   for (unsigned r = 0; r < s->ctx.n_ranks; r++) {
     s->win_work[r] += iv[r].work;
     s->win_compute[r] += hlb__repart_compute_s(&iv[r]);
     s->win_speed[r] += s->speed[r];
     s->win_speed2[r] += s->speed[r] * s->speed[r];
+    s->last_wall = iv[r].real_s > s->last_wall ? iv[r].real_s : s->last_wall;
+    s->last_iters = iv[r].iterations > s->last_iters ? iv[r].iterations : s->last_iters;
   }
+  s->win_wall += s->last_wall;
+  s->win_iters += s->last_iters;
   s->win_n++;
 }
 
@@ -199,7 +224,7 @@ static int average_says_move(hlb_repart_state *s, double *window_gain) {
   unsigned n = s->ctx.n_ranks;
   *window_gain = 0.0;
   unsigned backoff = s->from_average < 16 ? s->from_average : 16;
-  if (s->win_n < (unsigned)s->ctx.param[P_WINDOW] << backoff) return 0;
+  if (s->frozen || s->win_n < (unsigned)s->ctx.param[P_WINDOW] << backoff) return 0;
   for (unsigned r = 0; r < n; r++) {
     s->work[r] = s->win_work[r] / s->win_n;
     s->compute[r] = s->win_compute[r] / s->win_n;
@@ -214,6 +239,16 @@ static int average_says_move(hlb_repart_state *s, double *window_gain) {
   *window_gain = gain;
   return relative > bar && relative > s->ctx.param[P_CONFIDENCE] * window_speed_error(s) &&
          pays_off(s, gain);
+}
+
+/* The check of the last move, once `window` intervals ran on its split: 1 when their wall
+ * time per iteration is no better than that of the intervals it was decided on. */
+static int move_was_worse(hlb_repart_state *s) {
+  if (!(s->before_s > 0.0) || s->win_n < (unsigned)s->ctx.param[P_WINDOW] || !(s->win_iters > 0))
+    return 0;
+  double after_s = s->win_wall / s->win_iters, before_s = s->before_s;
+  s->before_s = 0.0; /* checked once */
+  return after_s >= before_s;
 }
 
 static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *counts,
@@ -236,7 +271,18 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   d->imbalance = hlb__repart_imbalance(iv, n);
   d->predicted_gain_s = gain;
   d->rebalance = 0;
+  if (changed) {
+    s->frozen = 0;
+    s->before_s = 0.0;
+  } else if (move_was_worse(s)) {
+    memcpy(new_counts, s->undo_counts, n * sizeof *new_counts);
+    d->rebalance = !hlb__repart_same(counts, new_counts, n);
+    s->frozen = 1;
+    window_reset(s);
+    return 0;
+  }
   int move;
+  double before_s = s->last_iters > 0.0 ? s->last_wall / s->last_iters : 0.0;
   if (changed) {
     /* A new load state: this interval's speeds, if the gain is worth it; either way the
      * average starts afresh from here. */
@@ -245,11 +291,16 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   } else {
     move = average_says_move(s, &d->predicted_gain_s);
     if (move) s->from_average++;
+    if (s->win_iters > 0.0) before_s = s->win_wall / s->win_iters;
   }
   if (!move) return 0;
   int rc = split_by_speed(s, s->speed, new_counts);
   if (rc) return rc;
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
+  if (d->rebalance) {
+    memcpy(s->undo_counts, counts, n * sizeof *counts);
+    s->before_s = before_s;
+  }
   window_reset(s);
   return 0;
 }
@@ -264,6 +315,7 @@ static void hlbr_fini(void *state) {
   if (s) {
     free(s->speed);
     free(s->shared);
+    free(s->undo_counts);
   }
   free(s);
 }
