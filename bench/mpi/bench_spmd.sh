@@ -81,7 +81,7 @@ base = {(r["load_epoch"] > 0, r["rep"]): r["time_s"] for r in rows if r["policy"
 print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, 2 ranks, "
       f"medians of {len({r['rep'] for r in rows})} repetitions")
 print(f"{'load':5} {'policy':10} {'time_s':>8} {'saved':>7} {'saved range':>15} {'redist':>6} "
-      f"{'after load':>10} {'iters to 1st':>12}  final split (median run)")
+      f"{'after load':>10} {'iters to 1st':>12} {'s/move':>7}  final split (median run)")
 for loaded in (False, True):
     for p in dict.fromkeys(r["policy"] for r in rows):
         runs = [r for r in rows if r["policy"] == p and (r["load_epoch"] > 0) == loaded]
@@ -96,9 +96,11 @@ for loaded in (False, True):
         firsts = [f for _, f in late if f is not None]
         first = str(int(med(firsts))) if firsts else "-"
         median_run = sorted(runs, key=lambda r: r["time_s"])[len(runs) // 2]
+        per_move = [r["redistribute_s"] / r["redistributions"] for r in runs if r["redistributions"]]
+        move_s = f"{med(per_move):7.3f}" if per_move else f"{'-':>7}"
         print(f"{'yes' if loaded else 'no':5} {p:10} {t:8.2f} {100.0 * (1 - t / none_t):6.1f}% "
               f"{min(saved):6.1f}..{max(saved):5.1f}% "
-              f"{int(med([r['redistributions'] for r in runs])):6d} {after:>10} {first:>12}  "
+              f"{int(med([r['redistributions'] for r in runs])):6d} {after:>10} {first:>12} {move_s}  "
               f"{median_run['final_counts']}")
 PY
 done

@@ -57,8 +57,9 @@ HLB_EXTERN void hlb_spmd_range(const hlb_spmd *s, size_t *first, size_t *count);
 HLB_EXTERN void hlb_spmd_layout(const hlb_spmd *s, const size_t **counts, const size_t **displs);
 
 /* Register a dense array of this rank's rows, row_bytes bytes each, allocated with malloc:
- * on redistribution the rows move to their new owners and *data is replaced by a new
- * malloc'd buffer (the old one is freed). Up to 32 arrays. */
+ * on redistribution the rows move to their new owners and the buffer is resized with
+ * realloc, so *data may change (rows kept by this rank are not copied through MPI). Up to 32
+ * arrays. */
 HLB_EXTERN int hlb_spmd_register_dense(hlb_spmd *s, void **data, size_t row_bytes);
 
 /* A CSR matrix of this rank's rows: row_ptr has count + 1 entries starting at 0; col holds

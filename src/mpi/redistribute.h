@@ -16,8 +16,8 @@ typedef struct hlb__layout {
   int rank, size;
 } hlb__layout;
 
-/* Collective. *data holds old_counts[rank] rows of row_bytes; replaced by a malloc'd buffer
- * holding new_counts[rank] rows. */
+/* Collective. *data (malloc'd) holds old_counts[rank] rows of row_bytes; afterwards it holds
+ * new_counts[rank] rows, reallocated in place (the pointer may change). */
 int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, size_t row_bytes);
 
 /* Collective. The same for a CSR matrix of this rank's rows. */
