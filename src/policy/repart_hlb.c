@@ -76,36 +76,28 @@ typedef struct hlb_repart_state {
   unsigned from_average; /* moves from averages since the last change of load */
 } hlb_repart_state;
 
+static void hlbr_fini(void *state);
+
 static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
   hlb_repart_state *s = calloc(1, sizeof *s);
   if (!s) return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory");
-  /* One block: speeds, the four window sums, work and compute. */
-  s->speed = calloc(7 * (size_t)ctx->n_ranks, sizeof *s->speed);
-  if (!s->speed) {
-    free(s);
+  size_t n = ctx->n_ranks;
+  /* Per-rank arrays in three blocks: seven of doubles, three of flags, one of counts. */
+  s->speed = calloc(7 * n, sizeof *s->speed);
+  s->shared = calloc(3 * n, 1);
+  s->undo_counts = calloc(n, sizeof *s->undo_counts);
+  if (!s->speed || !s->shared || !s->undo_counts) {
+    hlbr_fini(s);
     return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory for %u ranks", ctx->n_ranks);
   }
-  s->win_work = s->speed + ctx->n_ranks;
-  s->win_compute = s->win_work + ctx->n_ranks;
-  s->win_speed = s->win_compute + ctx->n_ranks;
-  s->win_speed2 = s->win_speed + ctx->n_ranks;
-  s->work = s->win_speed2 + ctx->n_ranks;
-  s->compute = s->work + ctx->n_ranks;
-  s->shared = calloc(3 * (size_t)ctx->n_ranks, 1);
-  if (!s->shared) {
-    free(s->speed);
-    free(s);
-    return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory for %u ranks", ctx->n_ranks);
-  }
-  s->shared_then = s->shared + ctx->n_ranks;
-  s->shared_before = s->shared_then + ctx->n_ranks;
-  s->undo_counts = calloc(ctx->n_ranks, sizeof *s->undo_counts);
-  if (!s->undo_counts) {
-    free(s->shared);
-    free(s->speed);
-    free(s);
-    return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory for %u ranks", ctx->n_ranks);
-  }
+  s->win_work = s->speed + n;
+  s->win_compute = s->win_work + n;
+  s->win_speed = s->win_compute + n;
+  s->win_speed2 = s->win_speed + n;
+  s->work = s->win_speed2 + n;
+  s->compute = s->work + n;
+  s->shared_then = s->shared + n;
+  s->shared_before = s->shared_then + n;
   s->ctx = *ctx;
   *state = s;
   return 0;
