@@ -120,7 +120,8 @@ int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, si
   char *buf = *data;
   if (incoming && n_new > n_old) { /* grow first: a failure here moves nothing */
     char *grown = realloc(buf, n_new * row_bytes);
-    if (grown) *data = buf = grown;
+    if (grown)
+      *data = buf = grown;
     else {
       free(incoming);
       incoming = NULL;
@@ -136,9 +137,9 @@ int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, si
     rc = mpi_check(MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row), "MPI_Type_contiguous");
   if (!rc) {
     MPI_Type_commit(&row);
-    rc = mpi_check(MPI_Alltoallv(buf, p.scount, p.sdispl, row, incoming, p.rcount, p.rdispl, row,
-                                 comm),
-                   "MPI_Alltoallv");
+    rc = mpi_check(
+        MPI_Alltoallv(buf, p.scount, p.sdispl, row, incoming, p.rcount, p.rdispl, row, comm),
+        "MPI_Alltoallv");
     MPI_Type_free(&row);
   }
   plan_free(&p);

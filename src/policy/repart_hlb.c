@@ -66,13 +66,13 @@ typedef struct hlb_repart_state {
   unsigned changed_run; /* consecutive intervals with the same states, differing from then */
   /* Since the last move: per rank, summed work, compute seconds, speed and speed squared. */
   double *win_work, *win_compute, *win_speed, *win_speed2;
-  double *work, *compute; /* per rank, of the interval or window being judged */
-  unsigned win_n;       /* intervals in the window */
-  double win_wall, win_iters; /* the window's wall seconds (slowest rank) and iterations */
+  double *work, *compute;       /* per rank, of the interval or window being judged */
+  unsigned win_n;               /* intervals in the window */
+  double win_wall, win_iters;   /* the window's wall seconds (slowest rank) and iterations */
   double last_wall, last_iters; /* the same, of the last interval */
-  size_t *undo_counts;  /* the split before the move being checked */
-  double before_s;      /* wall seconds per iteration the move was decided on; 0: no check due */
-  int frozen;           /* a move was undone: no moves from averages until the load changes */
+  size_t *undo_counts;          /* the split before the move being checked */
+  double before_s;       /* wall seconds per iteration the move was decided on; 0: no check due */
+  int frozen;            /* a move was undone: no moves from averages until the load changes */
   unsigned from_average; /* moves from averages since the last change of load */
 } hlb_repart_state;
 

@@ -42,20 +42,18 @@ static void stop(harness *h) {
   h->ops->fini(h->state);
 }
 
-/* One interval: rank r computed for compute[r] seconds (plus comm[r] in MPI), with CPU share
- * cpu_frac[r] of the real time, at a speed of speed[r] rows per second. */
-static hlb_repart_decision step(harness *h, const double *speed, const double *cpu_frac,
-                                double comm_s) {
+/* One interval of 10 iterations: rank r computed compute[r] s within real[r] wall seconds
+ * (the rest in MPI), with CPU share cpu_frac[r] of the wall time. Applies a rebalance. */
+static hlb_repart_decision decide_step(harness *h, const double *compute, const double *real,
+                                       const double *cpu_frac) {
   hlb_rank_interval iv[MAXR];
-  for (unsigned r = 0; r < h->n; r++) {
-    double compute = (double)h->counts[r] / speed[r];
-    iv[r] = (hlb_rank_interval){.real_s = compute + comm_s,
-                                .cpu_s = (compute + comm_s) * cpu_frac[r],
-                                .comm_s = comm_s,
+  for (unsigned r = 0; r < h->n; r++)
+    iv[r] = (hlb_rank_interval){.real_s = real[r],
+                                .cpu_s = real[r] * cpu_frac[r],
+                                .comm_s = real[r] - compute[r],
                                 .work = (double)h->counts[r],
                                 .rows = h->counts[r],
                                 .iterations = 10};
-  }
   size_t next[MAXR];
   hlb_repart_decision d;
   memset(&d, 0, sizeof d);
@@ -68,6 +66,17 @@ static hlb_repart_decision step(harness *h, const double *speed, const double *c
     memcpy(h->counts, next, h->n * sizeof next[0]);
   }
   return d;
+}
+
+/* One interval at a speed of speed[r] rows per second, plus comm_s in MPI on every rank. */
+static hlb_repart_decision step(harness *h, const double *speed, const double *cpu_frac,
+                                double comm_s) {
+  double compute[MAXR], real[MAXR];
+  for (unsigned r = 0; r < h->n; r++) {
+    compute[r] = (double)h->counts[r] / speed[r];
+    real[r] = compute[r] + comm_s;
+  }
+  return decide_step(h, compute, real, cpu_frac);
 }
 
 static const double even[2] = {1000, 1000}, loaded[2] = {1000, 500};
@@ -269,29 +278,18 @@ static void hlb_refinement_can_be_disabled(void **state) {
   int moved_at = -1;
   for (int i = 0; i < 20 && moved_at < 0; i++)
     if (step(&h, mild, shared, 0).rebalance) moved_at = i;
-  assert_int_equal(moved_at, 4); /* change seen at 1 (persist 2), then a window of 3 */
+  assert_int_equal(moved_at, 4);      /* change seen at 1 (persist 2), then a window of 3 */
   assert_int_equal(h.counts[1], 474); /* 1000 * 900 / 1900 */
   stop(&h);
 }
 
-/* One interval of 10 iterations: rank r computed compute[r] s within real_s wall seconds,
- * with CPU share cpu_frac[r]. */
+/* One interval where every rank's wall time is real_s. */
 static hlb_repart_decision timed_step(harness *h, const double *compute, double real_s,
                                       const double *cpu_frac) {
-  hlb_rank_interval iv[MAXR];
+  double real[MAXR];
   for (unsigned r = 0; r < h->n; r++)
-    iv[r] = (hlb_rank_interval){.real_s = real_s,
-                                .cpu_s = real_s * cpu_frac[r],
-                                .comm_s = real_s - compute[r],
-                                .work = (double)h->counts[r],
-                                .rows = h->counts[r],
-                                .iterations = 10};
-  size_t next[MAXR];
-  hlb_repart_decision d;
-  memset(&d, 0, sizeof d);
-  assert_int_equal(h->ops->decide(h->state, iv, h->counts, next, &d), 0);
-  if (d.rebalance) memcpy(h->counts, next, h->n * sizeof next[0]);
-  return d;
+    real[r] = real_s;
+  return decide_step(h, compute, real, cpu_frac);
 }
 
 static void hlb_undoes_a_move_that_made_iterations_slower(void **state) {
