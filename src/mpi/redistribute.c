@@ -72,23 +72,29 @@ static int mpi_check(int mpirc, const char *what) {
   return hlb__error(HLB_EMPI, "redistribute: %s failed: %s", what, text);
 }
 
+/* MPI_Alltoallv of rows of `row_bytes` bytes, counts and displacements in rows. */
+static int alltoallv_rows(MPI_Comm comm, const plan *p, const void *src, void *dst,
+                          size_t row_bytes) {
+  MPI_Datatype row;
+  int rc = fits_int(row_bytes, "row size");
+  if (!rc)
+    rc = mpi_check(MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row), "MPI_Type_contiguous");
+  if (rc) return rc;
+  MPI_Type_commit(&row);
+  rc =
+      mpi_check(MPI_Alltoallv(src, p->scount, p->sdispl, row, dst, p->rcount, p->rdispl, row, comm),
+                "MPI_Alltoallv");
+  MPI_Type_free(&row);
+  return rc;
+}
+
 /* Exchange rows of `row_bytes` bytes from `src` into a new buffer of new_counts[rank] rows. */
 static int exchange(MPI_Comm comm, const hlb__layout *l, const plan *p, const void *src,
                     size_t row_bytes, void **dst_out) {
   size_t n_new = l->new_counts[l->rank];
   void *dst = malloc(n_new ? n_new * row_bytes : 1);
   if (!dst) return hlb__error(HLB_ENOMEM, "redistribute: out of memory for %zu rows", n_new);
-  MPI_Datatype row;
-  int rc = fits_int(row_bytes, "row size");
-  if (!rc)
-    rc = mpi_check(MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row), "MPI_Type_contiguous");
-  if (!rc) {
-    MPI_Type_commit(&row);
-    rc = mpi_check(
-        MPI_Alltoallv(src, p->scount, p->sdispl, row, dst, p->rcount, p->rdispl, row, comm),
-        "MPI_Alltoallv");
-    MPI_Type_free(&row);
-  }
+  int rc = alltoallv_rows(comm, p, src, dst, row_bytes);
   if (rc) {
     free(dst);
     return rc;
@@ -131,17 +137,7 @@ int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, si
     plan_free(&p);
     return hlb__error(HLB_ENOMEM, "redistribute: out of memory for %zu rows", n_new);
   }
-  MPI_Datatype row;
-  rc = fits_int(row_bytes, "row size");
-  if (!rc)
-    rc = mpi_check(MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row), "MPI_Type_contiguous");
-  if (!rc) {
-    MPI_Type_commit(&row);
-    rc = mpi_check(
-        MPI_Alltoallv(buf, p.scount, p.sdispl, row, incoming, p.rcount, p.rdispl, row, comm),
-        "MPI_Alltoallv");
-    MPI_Type_free(&row);
-  }
+  rc = alltoallv_rows(comm, &p, buf, incoming, row_bytes);
   plan_free(&p);
   if (!rc) {
     if (kept && old_off != new_off)

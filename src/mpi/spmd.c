@@ -7,14 +7,12 @@
 #include "common/error_internal.h"
 #include "mpi/monitor.h"
 #include "mpi/redistribute.h"
+#include "policy/repart_common.h"
 
 #define HLB_SPMD_MAX_ARRAYS 32
 #define HLB_SPMD_MAX_CSR 8
 #define HLB_SPMD_DEFAULT_INTERVAL 100 /* iterations per sampling interval (002 section 4) */
 #define HLB_SPMD_MAX_PARAMS 16
-/* A rank losing this share of its wall time to other processes counts as shared (the
- * statistic uses FLEX-MPI's TH1 = 5 %, 002 section 3.2, whatever the policy). */
-#define HLB_SPMD_SHARED_TH 0.05
 
 typedef struct dense_array {
   void **data;
@@ -287,9 +285,9 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, s->gathered, (int)sizeof mine, MPI_BYTE,
                 s->comm);
   s->stats.intervals++;
+  /* FLEX-MPI's TH1 test, whatever the policy: did some rank share its core? */
   for (int r = 0; r < s->size; r++) {
-    const hlb_rank_interval *iv = &s->gathered[r];
-    if (iv->real_s > 0 && (iv->real_s - iv->cpu_s) / iv->real_s >= HLB_SPMD_SHARED_TH) {
+    if (!hlb__repart_dedicated(&s->gathered[r], HLB_REPART_TH1)) {
       s->stats.shared_intervals++;
       break;
     }

@@ -154,15 +154,11 @@ static int split_by_speed(const hlb_repart_state *s, const double *speed, size_t
 /* Predicted time per interval now (slowest rank's compute) and after a split by speed:
  * total work / total speed. */
 static double predicted_gain(const double *work, const double *compute, const double *speed,
-                             unsigned n, double *slowest, int *slowest_rank) {
+                             unsigned n, double *slowest) {
   double total_work = 0.0, total_speed = 0.0;
   *slowest = 0.0;
-  *slowest_rank = 0;
   for (unsigned r = 0; r < n; r++) {
-    if (compute[r] > *slowest) {
-      *slowest = compute[r];
-      *slowest_rank = (int)r;
-    }
+    if (compute[r] > *slowest) *slowest = compute[r];
     total_work += work[r];
     total_speed += speed[r];
   }
@@ -223,8 +219,7 @@ static int average_says_move(hlb_repart_state *s, double *window_gain) {
     s->speed[r] = s->compute[r] > 0.0 && s->work[r] > 0.0 ? s->work[r] / s->compute[r] : 0.0;
   }
   double slowest;
-  int slowest_rank;
-  double gain = predicted_gain(s->work, s->compute, s->speed, n, &slowest, &slowest_rank);
+  double gain = predicted_gain(s->work, s->compute, s->speed, n, &slowest);
   double relative = slowest > 0.0 ? gain / slowest : 0.0;
   double bar = s->ctx.param[P_THRESHOLD];
   if (any_shared(s->shared_then, n) && s->ctx.param[P_REFINE] < bar) bar = s->ctx.param[P_REFINE];
@@ -254,8 +249,7 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
     new_counts[r] = counts[r];
   }
   double slowest;
-  int slowest_rank;
-  double gain = predicted_gain(s->work, s->compute, s->speed, n, &slowest, &slowest_rank);
+  double gain = predicted_gain(s->work, s->compute, s->speed, n, &slowest);
   window_add(s, iv);
   int changed = load_changed(s, iv);
   d->dedicated = !any_shared(s->shared, n);
