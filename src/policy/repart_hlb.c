@@ -2,35 +2,37 @@
  *
  * FLEX-MPI (002) rebalances whenever compute times differ by TH2 and the load pattern allows;
  * measured on this machine kind its split flip-flopped through 31 redistributions of ~0.28 s
- * each and saved only 2 % (issue 5). This policy keeps FLEX-MPI's measurements (work per
- * compute second, compute = real - MPI time) and its dedicated test (real - CPU time > TH1
- * of the real time: another process shares the rank's core, 002 3.2), and decides in two ways:
+ * each and saved only 2 % (issue 5). This policy keeps FLEX-MPI's dedicated test (real - CPU
+ * time > TH1 of the real time: another process shares the rank's core, 002 3.2) and measures
+ * speed as work per busy second, where a rank is busy for the interval's wall time (the
+ * slowest rank's; the code runs in step) minus its own time in MPI. It decides in two ways:
  *
  *  - A change of load: a rank's dedicated/shared state differs from what it was at the last
  *    move for `persist` consecutive intervals (FLEX-MPI's burst filter: a burst costs
  *    nothing). Then hlb moves at once, by the speeds of the last interval: earlier intervals
  *    straddle the change, and averaging them would move only part of the way.
- *  - Evidence from an average: the speeds averaged over the intervals since the last move
- *    (at least `window` of them) predict a relative gain above a bar that is also larger than
- *    `confidence` standard errors of those averages. Timing on a shared VM drifts by 25 %
+ *  - Evidence from an average: the averages over the intervals since the last move (at least
+ *    `window` of them) predict a relative gain above a bar that is also larger than
+ *    `confidence` standard errors of the averaged speeds. Timing on a shared VM drifts by 25 %
  *    between identical ranks over several seconds (measured here, docs/benchmarks.md), so one
  *    interval proves little; an average over several, with its own spread, does. The bar is
- *    `threshold` while every rank is dedicated and `refine` once a rank shares its core: a
- *    loaded rank's speed depends on its share of the rows (the fewer it has, the more of its
- *    core share it spends waiting in MPI), so one move lands short and a few refinements
- *    reach the fixed point. Each such move doubles the intervals the next one waits for, so
- *    chasing drift is rare and cheap; a change of load resets that.
+ *    `threshold` while every rank is dedicated and `refine` once a rank shares its core.
+ *    After a move under the same load, the prediction is a secant step through the last two
+ *    splits (aim_by_secant): a loaded rank changes its own and the others' speeds as its
+ *    share changes, so one split's speeds lead only part of the way. Each such move doubles
+ *    the intervals the next one waits for, so chasing drift is rare and cheap; a change of
+ *    load resets that.
  *
  * Every move must also pay off: the gain over `horizon` intervals must exceed `margin` times
  * the measured cost of the last redistribution. And every move is checked: once `window`
  * intervals have run on the new split, their wall time per iteration is compared with the
  * intervals the move was decided on; a move that did not make iterations faster is undone
- * and no move from averages follows until the load changes again. Equal compute times are
+ * and no move from averages follows until the load changes again. Equal busy times are
  * not always fastest: when a rank shares its core and the code synchronises often (CG: two
  * reductions and a halo exchange per 4 ms iteration), a loaded rank that arrives early spins
  * away its core share and is often descheduled when the others arrive, so the even split,
- * which keeps it busy, beat the balanced one by 25 % here. Rows are split so that predicted compute
- * times are equal, by per-row weights when the application gives them.
+ * which keeps it busy, beat the balanced one by 25 % here. Rows are split by per-row weights
+ * when the application gives them.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -39,7 +41,17 @@
 #include "common/error_internal.h"
 #include "policy/repart_common.h"
 
-enum { P_THRESHOLD, P_PERSIST, P_HORIZON, P_MARGIN, P_REFINE, P_WINDOW, P_CONFIDENCE, P_COUNT };
+enum {
+  P_THRESHOLD,
+  P_PERSIST,
+  P_HORIZON,
+  P_MARGIN,
+  P_REFINE,
+  P_WINDOW,
+  P_CONFIDENCE,
+  P_REACH,
+  P_COUNT
+};
 
 static const hlb_param_def hlb_params[P_COUNT] = {
     {"threshold", 0.10, 0.0, 1.0,
@@ -55,22 +67,28 @@ static const hlb_param_def hlb_params[P_COUNT] = {
     {"window", 3, 1, 1e6, "intervals averaged before the first decision from an average"},
     {"confidence", 2.0, 0.0, 100.0,
      "a gain from an average must exceed this many standard errors of the averaged speeds"},
+    {"reach", 2.0, 0.0, 100.0,
+     "a refinement through the last two splits moves a rank's work at most this many times as "
+     "far as the last move did (0: always split in proportion to the averaged speeds)"},
 };
 
 typedef struct hlb_repart_state {
   hlb_repart_ctx ctx;
   double last_cost_s; /* measured cost of the last redistribution; 0 before the first */
-  double *speed;      /* work per compute second of each rank, this interval */
+  double *speed;      /* work per busy second of each rank, of the interval or window judged */
   unsigned char *shared, *shared_then, *shared_before; /* per rank: this interval, at the
                                         last move (or start), the previous interval */
   unsigned changed_run; /* consecutive intervals with the same states, differing from then */
-  /* Since the last move: per rank, summed work, compute seconds, speed and speed squared. */
-  double *win_work, *win_compute, *win_speed, *win_speed2;
-  double *work, *compute;       /* per rank, of the interval or window being judged */
-  unsigned win_n;               /* intervals in the window */
-  double win_wall, win_iters;   /* the window's wall seconds (slowest rank) and iterations */
-  double last_wall, last_iters; /* the same, of the last interval */
-  size_t *undo_counts;          /* the split before the move being checked */
+  /* Since the last move: per rank, summed work, busy seconds, speed and speed squared. */
+  double *win_work, *win_busy, *win_speed, *win_speed2;
+  double *work, *busy;           /* per rank, of the interval or window being judged */
+  double *then_work, *then_busy; /* per rank, what the last move was decided on */
+  double *target;                /* per rank, the work per interval the next split aims at */
+  int have_then;                 /* then_* hold the last move, made under the current load */
+  unsigned win_n;                /* intervals in the window */
+  double win_wall, win_iters;    /* the window's wall seconds (slowest rank) and iterations */
+  double last_wall, last_iters;  /* the same, of the last interval */
+  size_t *undo_counts;           /* the split before the move being checked */
   double before_s;       /* wall seconds per iteration the move was decided on; 0: no check due */
   int frozen;            /* a move was undone: no moves from averages until the load changes */
   unsigned from_average; /* moves from averages since the last change of load */
@@ -82,8 +100,8 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
   hlb_repart_state *s = calloc(1, sizeof *s);
   if (!s) return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory");
   size_t n = ctx->n_ranks;
-  /* Per-rank arrays in three blocks: seven of doubles, three of flags, one of counts. */
-  s->speed = calloc(7 * n, sizeof *s->speed);
+  /* Per-rank arrays in three blocks: ten of doubles, three of flags, one of counts. */
+  s->speed = calloc(10 * n, sizeof *s->speed);
   s->shared = calloc(3 * n, 1);
   s->undo_counts = calloc(n, sizeof *s->undo_counts);
   if (!s->speed || !s->shared || !s->undo_counts) {
@@ -91,16 +109,45 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
     return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory for %u ranks", ctx->n_ranks);
   }
   s->win_work = s->speed + n;
-  s->win_compute = s->win_work + n;
-  s->win_speed = s->win_compute + n;
+  s->win_busy = s->win_work + n;
+  s->win_speed = s->win_busy + n;
   s->win_speed2 = s->win_speed + n;
   s->work = s->win_speed2 + n;
-  s->compute = s->work + n;
+  s->busy = s->work + n;
+  s->then_work = s->busy + n;
+  s->then_busy = s->then_work + n;
+  s->target = s->then_busy + n;
   s->shared_then = s->shared + n;
   s->shared_before = s->shared_then + n;
   s->ctx = *ctx;
   *state = s;
   return 0;
+}
+
+/* The interval's wall time is the slowest rank's time inside its windows (an SPMD code runs
+ * in step, so every rank's iterations take that long), and a rank was busy for all of it but
+ * its time in MPI. Counting the time a rank spent outside its windows as busy matters when it
+ * shares its core: it is often descheduled between one iteration's end and the next begin,
+ * and that time is lost to the whole code (up to 10 % of the interval measured here). */
+static void interval_busy(hlb_repart_state *s, const hlb_rank_interval *iv) {
+  unsigned n = s->ctx.n_ranks;
+  double wall = 0.0, sum = 0.0;
+  unsigned known = 0;
+  for (unsigned r = 0; r < n; r++)
+    wall = iv[r].real_s > wall ? iv[r].real_s : wall;
+  for (unsigned r = 0; r < n; r++) {
+    double busy = wall - iv[r].comm_s;
+    s->busy[r] = busy > 0.01 * wall ? busy : 0.01 * wall; /* a rank that only waited */
+    s->work[r] = iv[r].work;
+    s->speed[r] = s->work[r] > 0.0 && s->busy[r] > 0.0 ? s->work[r] / s->busy[r] : 0.0;
+    if (s->speed[r] > 0.0) {
+      sum += s->speed[r];
+      known++;
+    }
+  }
+  /* Ranks with no work get the others' mean speed, so they are not starved of rows forever. */
+  for (unsigned r = 0; r < n; r++)
+    if (!(s->speed[r] > 0.0)) s->speed[r] = known ? sum / known : 1.0;
 }
 
 static void window_reset(hlb_repart_state *s) {
@@ -113,8 +160,8 @@ static void window_reset(hlb_repart_state *s) {
 static void window_add(hlb_repart_state *s, const hlb_rank_interval *iv) {
   s->last_wall = s->last_iters = 0.0;
   for (unsigned r = 0; r < s->ctx.n_ranks; r++) {
-    s->win_work[r] += iv[r].work;
-    s->win_compute[r] += hlb__repart_compute_s(&iv[r]);
+    s->win_work[r] += s->work[r];
+    s->win_busy[r] += s->busy[r];
     s->win_speed[r] += s->speed[r];
     s->win_speed2[r] += s->speed[r] * s->speed[r];
     s->last_wall = iv[r].real_s > s->last_wall ? iv[r].real_s : s->last_wall;
@@ -125,20 +172,20 @@ static void window_add(hlb_repart_state *s, const hlb_rank_interval *iv) {
   s->win_n++;
 }
 
-/* Split rows so that each rank's share of the total weight is proportional to speed[r]. */
-static int split_by_speed(const hlb_repart_state *s, const double *speed, size_t *counts) {
+/* Split rows so that each rank's share of the total weight is proportional to share[r]. */
+static int split_by_share(const hlb_repart_state *s, const double *share, size_t *counts) {
   unsigned n = s->ctx.n_ranks;
-  if (!s->ctx.row_weights) return hlb_split_proportional(speed, n, s->ctx.total_rows, counts);
-  double total_speed = 0.0, total_weight = 0.0;
+  if (!s->ctx.row_weights) return hlb_split_proportional(share, n, s->ctx.total_rows, counts);
+  double total_share = 0.0, total_weight = 0.0;
   for (unsigned r = 0; r < n; r++)
-    total_speed += speed[r];
+    total_share += share[r];
   for (size_t i = 0; i < s->ctx.total_rows; i++)
     total_weight += s->ctx.row_weights[i];
   /* Walk the rows once, cutting where the cumulative weight passes each rank's target. */
   size_t row = 0;
   double acc = 0.0, target = 0.0;
   for (unsigned r = 0; r < n; r++) {
-    target += total_weight * speed[r] / total_speed;
+    target += total_weight * share[r] / total_share;
     size_t first = row;
     if (r + 1 == n) {
       row = s->ctx.total_rows;
@@ -151,19 +198,81 @@ static int split_by_speed(const hlb_repart_state *s, const double *speed, size_t
   return 0;
 }
 
-/* Predicted time per interval now (slowest rank's compute) and after a split by speed:
- * total work / total speed. */
-static double predicted_gain(const double *work, const double *compute, const double *speed,
-                             unsigned n, double *slowest) {
-  double total_work = 0.0, total_speed = 0.0;
-  *slowest = 0.0;
-  for (unsigned r = 0; r < n; r++) {
-    if (compute[r] > *slowest) *slowest = compute[r];
-    total_work += work[r];
-    total_speed += speed[r];
+/* Aim at work per interval in proportion to speed (busy time proportional to work) and
+ * return the predicted gain per interval: slowest busy time now minus total work / total
+ * speed. */
+static double aim_by_speed(hlb_repart_state *s) {
+  double total_work = 0.0, total_speed = 0.0, slowest = 0.0;
+  for (unsigned r = 0; r < s->ctx.n_ranks; r++) {
+    slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
+    total_work += s->work[r];
+    total_speed += s->speed[r];
   }
-  double balanced = total_speed > 0.0 ? total_work / total_speed : *slowest;
-  return *slowest > balanced ? *slowest - balanced : 0.0;
+  for (unsigned r = 0; r < s->ctx.n_ranks; r++)
+    s->target[r] = total_speed > 0.0 ? total_work * s->speed[r] / total_speed : s->work[r];
+  double balanced = total_speed > 0.0 ? total_work / total_speed : slowest;
+  return slowest > balanced ? slowest - balanced : 0.0;
+}
+
+/* Rank r's busy time per interval as a line of its work: through what it measured before the
+ * last move (then_*) and since (work, busy) when that line rises and the move was large enough
+ * to measure it; otherwise through the origin, as a split in proportion to speed assumes. */
+static void busy_line(const hlb_repart_state *s, unsigned r, double *slope, double *intercept) {
+  double dw = s->work[r] - s->then_work[r];
+  *slope = s->busy[r] / s->work[r];
+  *intercept = 0.0;
+  if (fabs(dw) > 0.02 * s->work[r]) {
+    double secant = (s->busy[r] - s->then_busy[r]) / dw;
+    if (secant > 0.0 && isfinite(secant)) {
+      *slope = secant;
+      *intercept = s->busy[r] - secant * s->work[r];
+    }
+  }
+}
+
+/* Aim through the last two splits (a secant step): the target gives every rank the same busy
+ * time on its busy_line. A loaded rank's speed depends on the split (on this VM the unloaded
+ * rank speeds up as the loaded one streams less memory, and the loaded one loses more of its
+ * core share the earlier it waits), so a split in proportion to the speeds lands short of
+ * the equal-time split and reaches it only over many moves; the secant reaches it in one or
+ * two. No rank's work moves more than `reach` times as far as the largest change of the last
+ * move. Returns the predicted gain per interval, or -1 when there is no last move under this
+ * load to draw lines through (then aim_by_speed applies). */
+static double aim_by_secant(hlb_repart_state *s) {
+  unsigned n = s->ctx.n_ranks;
+  double reach = s->ctx.param[P_REACH];
+  if (!s->have_then || !(reach > 0.0)) return -1.0;
+  double total_work = 0.0, inv_slope = 0.0, offset = 0.0, slowest = 0.0, last_step = 0.0;
+  for (unsigned r = 0; r < n; r++) {
+    if (!(s->work[r] > 0.0) || !(s->busy[r] > 0.0)) return -1.0;
+    double slope, intercept;
+    busy_line(s, r, &slope, &intercept);
+    total_work += s->work[r];
+    inv_slope += 1.0 / slope;
+    offset += intercept / slope;
+    slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
+    double dw = fabs(s->work[r] - s->then_work[r]);
+    last_step = dw > last_step ? dw : last_step;
+  }
+  double equal_busy = (total_work + offset) / inv_slope, sum = 0.0;
+  for (unsigned r = 0; r < n; r++) {
+    double slope, intercept;
+    busy_line(s, r, &slope, &intercept);
+    double aim = (equal_busy - intercept) / slope, limit = reach * last_step;
+    aim = fmin(fmax(aim, s->work[r] - limit), s->work[r] + limit);
+    s->target[r] = aim > 0.0 ? aim : 0.0;
+    sum += s->target[r];
+  }
+  if (!(sum > 0.0)) return -1.0;
+  /* Clamping may leave the targets off the total: scale back, then predict from the lines. */
+  double predicted = 0.0;
+  for (unsigned r = 0; r < n; r++) {
+    double slope, intercept;
+    busy_line(s, r, &slope, &intercept);
+    s->target[r] *= total_work / sum;
+    predicted = fmax(predicted, intercept + slope * s->target[r]);
+  }
+  return slowest > predicted ? slowest - predicted : 0.0;
 }
 
 static int pays_off(const hlb_repart_state *s, double gain) {
@@ -207,25 +316,27 @@ static int load_changed(hlb_repart_state *s, const hlb_rank_interval *iv) {
   return 1;
 }
 
-/* The test on the window's averages; fills speed[] with the window's speeds. */
-static int average_says_move(hlb_repart_state *s, double *window_gain) {
+/* The test on the window's averages; leaves the window's work and busy time in work[] and
+ * busy[], the split to aim at in target[] and the predicted gain per interval in *gain. */
+static int average_says_move(hlb_repart_state *s, double *gain) {
   unsigned n = s->ctx.n_ranks;
-  *window_gain = 0.0;
+  *gain = 0.0;
   unsigned backoff = s->from_average < 16 ? s->from_average : 16;
   if (s->frozen || s->win_n < (unsigned)s->ctx.param[P_WINDOW] << backoff) return 0;
+  double slowest = 0.0;
   for (unsigned r = 0; r < n; r++) {
     s->work[r] = s->win_work[r] / s->win_n;
-    s->compute[r] = s->win_compute[r] / s->win_n;
-    s->speed[r] = s->compute[r] > 0.0 && s->work[r] > 0.0 ? s->work[r] / s->compute[r] : 0.0;
+    s->busy[r] = s->win_busy[r] / s->win_n;
+    s->speed[r] = s->busy[r] > 0.0 && s->work[r] > 0.0 ? s->work[r] / s->busy[r] : 0.0;
+    slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
   }
-  double slowest;
-  double gain = predicted_gain(s->work, s->compute, s->speed, n, &slowest);
-  double relative = slowest > 0.0 ? gain / slowest : 0.0;
+  double error = window_speed_error(s); /* before aim_by_secant reuses speed[] */
+  *gain = aim_by_secant(s);
+  if (*gain < 0.0) *gain = aim_by_speed(s);
+  double relative = slowest > 0.0 ? *gain / slowest : 0.0;
   double bar = s->ctx.param[P_THRESHOLD];
   if (any_shared(s->shared_then, n) && s->ctx.param[P_REFINE] < bar) bar = s->ctx.param[P_REFINE];
-  *window_gain = gain;
-  return relative > bar && relative > s->ctx.param[P_CONFIDENCE] * window_speed_error(s) &&
-         pays_off(s, gain);
+  return relative > bar && relative > s->ctx.param[P_CONFIDENCE] * error && pays_off(s, *gain);
 }
 
 /* The check of the last move, once `window` intervals ran on its split: 1 when their wall
@@ -242,15 +353,11 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
                        size_t *new_counts, hlb_repart_decision *d) {
   hlb_repart_state *s = state;
   unsigned n = s->ctx.n_ranks;
-  hlb__repart_speeds(iv, n, s->speed);
-  for (unsigned r = 0; r < n; r++) {
-    s->work[r] = iv[r].work;
-    s->compute[r] = hlb__repart_compute_s(&iv[r]);
+  for (unsigned r = 0; r < n; r++)
     new_counts[r] = counts[r];
-  }
-  double slowest;
-  double gain = predicted_gain(s->work, s->compute, s->speed, n, &slowest);
+  interval_busy(s, iv);
   window_add(s, iv);
+  double gain = aim_by_speed(s);
   int changed = load_changed(s, iv);
   d->dedicated = !any_shared(s->shared, n);
   d->long_term_load = any_shared(s->shared_then, n);
@@ -260,10 +367,12 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   if (changed) {
     s->frozen = 0;
     s->before_s = 0.0;
+    s->have_then = 0; /* the last split's measurements were taken under another load */
   } else if (move_was_worse(s)) {
     memcpy(new_counts, s->undo_counts, n * sizeof *new_counts);
     d->rebalance = !hlb__repart_same(counts, new_counts, n);
     s->frozen = 1;
+    s->have_then = 0;
     window_reset(s);
     return 0;
   }
@@ -272,6 +381,9 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   if (changed) {
     /* A new load state: this interval's speeds, if the gain is worth it; either way the
      * average starts afresh from here. */
+    double slowest = 0.0;
+    for (unsigned r = 0; r < n; r++)
+      slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
     move = slowest > 0.0 && gain / slowest > s->ctx.param[P_THRESHOLD] && pays_off(s, gain);
     if (!move) window_reset(s);
   } else {
@@ -280,11 +392,14 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
     if (s->win_iters > 0.0) before_s = s->win_wall / s->win_iters;
   }
   if (!move) return 0;
-  int rc = split_by_speed(s, s->speed, new_counts);
+  int rc = split_by_share(s, s->target, new_counts);
   if (rc) return rc;
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
   if (d->rebalance) {
     memcpy(s->undo_counts, counts, n * sizeof *counts);
+    memcpy(s->then_work, s->work, n * sizeof *s->work);
+    memcpy(s->then_busy, s->busy, n * sizeof *s->busy);
+    s->have_then = 1;
     s->before_s = before_s;
   }
   window_reset(s);
@@ -310,7 +425,8 @@ const hlb_repart_ops hlb__repart_hlb = {
     .abi_version = HLB_POLICY_ABI_VERSION,
     .struct_size = sizeof(hlb_repart_ops),
     .name = "hlb",
-    .description = "hlb: persistent-imbalance filter, cost-aware, equal predicted compute time",
+    .description = "hlb: load-change and averaged-evidence moves, secant refinement, each move "
+                   "checked against wall time",
     .params = hlb_params,
     .n_params = P_COUNT,
     .init = hlbr_init,
