@@ -50,6 +50,7 @@ enum {
   P_WINDOW,
   P_CONFIDENCE,
   P_REACH,
+  P_BUDGET,
   P_COUNT
 };
 
@@ -70,6 +71,9 @@ static const hlb_param_def hlb_params[P_COUNT] = {
     {"reach", 2.0, 0.0, 100.0,
      "a refinement through the last two splits moves a rank's work at most this many times as "
      "far as the last move did (0: always split in proportion to the averaged speeds)"},
+    {"budget", 3, 1, 1e6,
+     "most redistributions between two changes of load, undos included (issue 5: 3); a move "
+     "from averages is made only while both it and its possible undo fit"},
 };
 
 typedef struct hlb_repart_state {
@@ -92,6 +96,7 @@ typedef struct hlb_repart_state {
   double before_s;       /* wall seconds per iteration the move was decided on; 0: no check due */
   int frozen;            /* a move was undone: no moves from averages until the load changes */
   unsigned from_average; /* moves from averages since the last change of load */
+  unsigned moves;        /* redistributions since the last change of load, undos included */
 } hlb_repart_state;
 
 static void hlbr_fini(void *state);
@@ -313,6 +318,7 @@ static int load_changed(hlb_repart_state *s, const hlb_rank_interval *iv) {
   memcpy(s->shared_then, s->shared, n);
   s->changed_run = 0;
   s->from_average = 0;
+  s->moves = 0;
   return 1;
 }
 
@@ -323,6 +329,7 @@ static int average_says_move(hlb_repart_state *s, double *gain) {
   *gain = 0.0;
   unsigned backoff = s->from_average < 16 ? s->from_average : 16;
   if (s->frozen || s->win_n < (unsigned)s->ctx.param[P_WINDOW] << backoff) return 0;
+  if (s->moves + 2 > (unsigned)s->ctx.param[P_BUDGET]) return 0; /* no room for an undo */
   double slowest = 0.0;
   for (unsigned r = 0; r < n; r++) {
     s->work[r] = s->win_work[r] / s->win_n;
@@ -371,6 +378,7 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   } else if (move_was_worse(s)) {
     memcpy(new_counts, s->undo_counts, n * sizeof *new_counts);
     d->rebalance = !hlb__repart_same(counts, new_counts, n);
+    s->moves += d->rebalance;
     s->frozen = 1;
     s->have_then = 0;
     window_reset(s);
@@ -401,6 +409,7 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
     memcpy(s->then_busy, s->busy, n * sizeof *s->busy);
     s->have_then = 1;
     s->before_s = before_s;
+    s->moves++;
   }
   window_reset(s);
   return 0;
