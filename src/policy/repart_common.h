@@ -24,6 +24,9 @@ int hlb__repart_dedicated(const hlb_rank_interval *iv, double th1);
  * the others so they are not starved of rows forever. */
 void hlb__repart_speeds(const hlb_rank_interval *iv, unsigned n, double *speed);
 
+/* Give every speed[r] that is not positive the mean of the positive ones (1 if none is). */
+void hlb__repart_fill_unknown_speeds(double *speed, unsigned n);
+
 /* 1 when a and b hold the same n counts. */
 int hlb__repart_same(const size_t *a, const size_t *b, unsigned n);
 

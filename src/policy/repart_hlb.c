@@ -138,8 +138,7 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
  * and that time is lost to the whole code (up to 10 % of the interval measured here). */
 static void interval_busy(hlb_repart_state *s, const hlb_rank_interval *iv) {
   unsigned n = s->ctx.n_ranks;
-  double wall = 0.0, sum = 0.0;
-  unsigned known = 0;
+  double wall = 0.0;
   for (unsigned r = 0; r < n; r++)
     wall = iv[r].real_s > wall ? iv[r].real_s : wall;
   for (unsigned r = 0; r < n; r++) {
@@ -147,14 +146,8 @@ static void interval_busy(hlb_repart_state *s, const hlb_rank_interval *iv) {
     s->busy[r] = busy > 0.01 * wall ? busy : 0.01 * wall; /* a rank that only waited */
     s->work[r] = iv[r].work;
     s->speed[r] = s->work[r] > 0.0 && s->busy[r] > 0.0 ? s->work[r] / s->busy[r] : 0.0;
-    if (s->speed[r] > 0.0) {
-      sum += s->speed[r];
-      known++;
-    }
   }
-  /* Ranks with no work get the others' mean speed, so they are not starved of rows forever. */
-  for (unsigned r = 0; r < n; r++)
-    if (!(s->speed[r] > 0.0)) s->speed[r] = known ? sum / known : 1.0;
+  hlb__repart_fill_unknown_speeds(s->speed, n);
 }
 
 static void window_reset(hlb_repart_state *s) {
