@@ -198,13 +198,20 @@ static int split_by_share(const hlb_repart_state *s, const double *share, size_t
   return 0;
 }
 
+/* The slowest rank's busy time in busy[]: the time per interval the code takes now. */
+static double slowest_busy(const hlb_repart_state *s) {
+  double slowest = 0.0;
+  for (unsigned r = 0; r < s->ctx.n_ranks; r++)
+    slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
+  return slowest;
+}
+
 /* Aim at work per interval in proportion to speed (busy time proportional to work) and
  * return the predicted gain per interval: slowest busy time now minus total work / total
  * speed. */
 static double aim_by_speed(hlb_repart_state *s) {
-  double total_work = 0.0, total_speed = 0.0, slowest = 0.0;
+  double total_work = 0.0, total_speed = 0.0, slowest = slowest_busy(s);
   for (unsigned r = 0; r < s->ctx.n_ranks; r++) {
-    slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
     total_work += s->work[r];
     total_speed += s->speed[r];
   }
@@ -242,7 +249,7 @@ static double aim_by_secant(hlb_repart_state *s) {
   unsigned n = s->ctx.n_ranks;
   double reach = s->ctx.param[P_REACH];
   if (!s->have_then || !(reach > 0.0)) return -1.0;
-  double total_work = 0.0, inv_slope = 0.0, offset = 0.0, slowest = 0.0, last_step = 0.0;
+  double total_work = 0.0, inv_slope = 0.0, offset = 0.0, last_step = 0.0;
   for (unsigned r = 0; r < n; r++) {
     if (!(s->work[r] > 0.0) || !(s->busy[r] > 0.0)) return -1.0;
     double slope, intercept;
@@ -250,7 +257,6 @@ static double aim_by_secant(hlb_repart_state *s) {
     total_work += s->work[r];
     inv_slope += 1.0 / slope;
     offset += intercept / slope;
-    slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
     double dw = fabs(s->work[r] - s->then_work[r]);
     last_step = dw > last_step ? dw : last_step;
   }
@@ -272,6 +278,7 @@ static double aim_by_secant(hlb_repart_state *s) {
     s->target[r] *= total_work / sum;
     predicted = fmax(predicted, intercept + slope * s->target[r]);
   }
+  double slowest = slowest_busy(s);
   return slowest > predicted ? slowest - predicted : 0.0;
 }
 
@@ -325,13 +332,12 @@ static int average_says_move(hlb_repart_state *s, double *gain) {
   unsigned backoff = s->from_average < 16 ? s->from_average : 16;
   if (s->frozen || s->win_n < (unsigned)s->ctx.param[P_WINDOW] << backoff) return 0;
   if (s->moves + 2 > (unsigned)s->ctx.param[P_BUDGET]) return 0; /* no room for an undo */
-  double slowest = 0.0;
   for (unsigned r = 0; r < n; r++) {
     s->work[r] = s->win_work[r] / s->win_n;
     s->busy[r] = s->win_busy[r] / s->win_n;
     s->speed[r] = s->busy[r] > 0.0 && s->work[r] > 0.0 ? s->work[r] / s->busy[r] : 0.0;
-    slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
   }
+  double slowest = slowest_busy(s);
   double error = window_speed_error(s); /* before aim_by_secant reuses speed[] */
   *gain = aim_by_secant(s);
   if (*gain < 0.0) *gain = aim_by_speed(s);
@@ -384,9 +390,7 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
   if (changed) {
     /* A new load state: this interval's speeds, if the gain is worth it; either way the
      * average starts afresh from here. */
-    double slowest = 0.0;
-    for (unsigned r = 0; r < n; r++)
-      slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
+    double slowest = slowest_busy(s);
     move = slowest > 0.0 && gain / slowest > s->ctx.param[P_THRESHOLD] && pays_off(s, gain);
     if (!move) window_reset(s);
   } else {
