@@ -10,9 +10,14 @@
 # redistributions (all / after the load appeared), and how many iterations after the load
 # appeared the first redistribution came.
 #
+# FIXED="0.36 0.30" adds, under load only, runs that never rebalance but start with that share
+# of the rows on the loaded rank (`fixedS`: --policy none --counts): the best of them bounds
+# what any split could save in the same hour on this machine, whose speed drifts from hour
+# to hour (docs/benchmarks.md).
+#
 #   bench/mpi/bench_spmd.sh BUILD_DIR [POLICIES...]
 # Environment: JACOBI_ROWS (4000) JACOBI_ITERS (3000) CG_GRID (700) CG_ITERS (3000)
-#              LOAD_AFTER (3) INTERVAL (100) REPS (3) APPS ("jacobi cg")
+#              LOAD_AFTER (3) INTERVAL (100) REPS (3) APPS ("jacobi cg") FIXED ("")
 set -euo pipefail
 build=${1:?usage: bench_spmd.sh BUILD_DIR [POLICIES...]}
 shift
@@ -22,15 +27,21 @@ bin="$build/examples/mpi"
 JACOBI_ROWS=${JACOBI_ROWS:-4000} JACOBI_ITERS=${JACOBI_ITERS:-3000}
 CG_GRID=${CG_GRID:-700} CG_ITERS=${CG_ITERS:-3000}
 LOAD_AFTER=${LOAD_AFTER:-3} INTERVAL=${INTERVAL:-100} REPS=${REPS:-3} APPS=${APPS:-"jacobi cg"}
+FIXED=${FIXED:-}
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to core --map-by core -np 2)
 loaded_core=1
 out=$(mktemp -d)
 trap 'rm -rf "$out"; kill $(jobs -p) 2>/dev/null || true' EXIT
 
 run_one() { # app load policy -> JSON line plus "load_epoch"
-  local app=$1 load=$2 policy=$3 args
-  if [ "$app" = jacobi ]; then args=(--rows "$JACOBI_ROWS" --iters "$JACOBI_ITERS");
-  else args=(--rows "$CG_GRID" --iters "$CG_ITERS"); fi
+  local app=$1 load=$2 policy=$3 args rows
+  if [ "$app" = jacobi ]; then args=(--rows "$JACOBI_ROWS" --iters "$JACOBI_ITERS"); rows=$JACOBI_ROWS
+  else args=(--rows "$CG_GRID" --iters "$CG_ITERS"); rows=$((CG_GRID * CG_GRID)); fi
+  if [[ $policy == fixed* ]]; then # the loaded rank (1) starts with the given share, never moves
+    local on_loaded
+    on_loaded=$(python3 -c "print(round(${policy#fixed} * $rows))")
+    args+=(--counts "$((rows - on_loaded)),$on_loaded"); policy=none
+  fi
   "${MPIRUN[@]}" "$bin/hlb_$app" "${args[@]}" --interval "$INTERVAL" --policy "$policy" \
     > "$out/run.json" &
   local app_pid=$! load_pid="" load_epoch=0
@@ -56,8 +67,10 @@ for app in $APPS; do
   : > "$out/$app.jsonl"
   for rep in $(seq "$REPS"); do
     for load in no yes; do
-      for p in "${policies[@]}"; do
-        run_one "$app" "$load" "$p" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['rep']=$rep; print(json.dumps(d))" \
+      runs=("${policies[@]}")
+      if [ "$load" = yes ]; then for f in $FIXED; do runs+=("fixed$f"); done; fi
+      for p in "${runs[@]}"; do
+        run_one "$app" "$load" "$p" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['rep']=$rep; d['policy']='$p'; print(json.dumps(d))" \
           | tee -a "$out/$app.jsonl" >&2
       done
     done

@@ -18,7 +18,8 @@
 static const char usage[] =
     "usage: hlb_cg (--mtx FILE | --rows GRID_SIDE) [--iters K] [--policy P] [--params S]\n"
     "              [--interval I] [--inject-rank R --inject-from I --inject-to J --inject-frac "
-    "F]\n";
+    "F]\n"
+    "              [--counts C0,C1,...]  (rows per rank to start from; default even)\n";
 
 typedef struct entry {
   int64_t col;

@@ -15,6 +15,7 @@
 
 static const char usage[] =
     "usage: hlb_jacobi [--rows N] [--iters K] [--policy P] [--params S] [--interval I]\n"
+    "                  [--counts C0,C1,...]  (rows per rank to start from; default even)\n"
     "                  [--inject-rank R --inject-from I --inject-to J --inject-frac F]\n";
 
 /* A deterministic pseudo-random entry in [0, 1) for row i, column j. */

@@ -18,6 +18,27 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
   return 0;
 }
 
+/* "A,B,..." of row counts, each at least 1. */
+static int parse_counts(const char *opt, const char *s, spmd_args *a) {
+  a->n_counts = 0;
+  for (const char *p = s;; p++) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p || errno || v == 0 || *p == '-' || (*end && *end != ',')) {
+      fprintf(stderr, "%s: expected row counts >= 1 separated by commas, got '%s'\n", opt, s);
+      return -1;
+    }
+    if (a->n_counts == SPMD_MAX_COUNTS) {
+      fprintf(stderr, "%s: more than %d counts\n", opt, SPMD_MAX_COUNTS);
+      return -1;
+    }
+    a->counts[a->n_counts++] = (size_t)v;
+    p = end;
+    if (!*p) return 0;
+  }
+}
+
 int spmd_parse_args(int argc, char **argv, spmd_args *a, const char *usage) {
   memset(a, 0, sizeof *a);
   a->rows = 1000;
@@ -45,6 +66,8 @@ int spmd_parse_args(int argc, char **argv, spmd_args *a, const char *usage) {
       a->params = v;
     else if (!strcmp(o, "--mtx"))
       a->mtx = v;
+    else if (!strcmp(o, "--counts"))
+      bad = parse_counts(o, v, a);
     else if (!strcmp(o, "--rows") && !(bad = parse_num(o, v, 1, 1e9, &x)))
       a->rows = (size_t)x;
     else if (!strcmp(o, "--iters") && !(bad = parse_num(o, v, 1, 1e9, &x)))
@@ -115,9 +138,16 @@ int spmd_create(const spmd_args *a, const char *app, size_t rows, hlb_spmd **out
   if (a->policy) opt.policy = a->policy;
   opt.params = a->params;
   opt.interval = a->interval;
-  int rc = hlb_spmd_create(MPI_COMM_WORLD, rows, &opt, out);
-  int rank = 0;
+  int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (a->n_counts && a->n_counts != (unsigned)size) {
+    if (rank == 0)
+      fprintf(stderr, "hlb_%s: --counts has %u entries for %d ranks\n", app, a->n_counts, size);
+    return 2;
+  }
+  if (a->n_counts) opt.initial_counts = a->counts;
+  int rc = hlb_spmd_create(MPI_COMM_WORLD, rows, &opt, out);
   if (rc && rank == 0) fprintf(stderr, "hlb_%s: %s\n", app, hlb_last_error());
   return rc;
 }

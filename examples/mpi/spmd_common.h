@@ -8,6 +8,8 @@
 
 #include "hlb/mpi.h"
 
+#define SPMD_MAX_COUNTS 256 /* ranks a --counts list may name */
+
 typedef struct spmd_args {
   size_t rows; /* problem size (Jacobi: matrix order; CG: grid side or file) */
   unsigned iterations;
@@ -15,6 +17,10 @@ typedef struct spmd_args {
   const char *params;
   unsigned interval; /* iterations per sampling interval */
   const char *mtx;   /* CG: Matrix Market file */
+  /* --counts: rows per rank to start from (e.g. a previous run's final_counts); 0 entries:
+   * the even split. */
+  size_t counts[SPMD_MAX_COUNTS];
+  unsigned n_counts;
   /* Emulated external load for tests: rank `inject_rank` sleeps `inject_frac` of its compute
    * time in iterations [inject_from, inject_to). Sleeping inside the window is what a
    * competing process does to us: real time passes without CPU time. */

@@ -38,14 +38,20 @@ typedef struct hlb_spmd_options {
   unsigned interval;  /* iterations per sampling interval (002 4: 100); 0 = 100 */
   int use_papi;       /* count FLOPs with PAPI when the machine allows it (default 1) */
   size_t min_rows;    /* no rank is given fewer rows than this (default 1) */
+  /* Rows per rank to start from, one entry per rank of the communicator, summing to the row
+   * count and the same on every rank: e.g. the split a previous run ended with, so that a
+   * restarted job need not rebalance again. NULL (default): the even split. */
+  const size_t *initial_counts;
 } hlb_spmd_options;
 
-/* Defaults: $HLB_REPART_POLICY or "hlb", interval 100, PAPI on, min_rows 1. */
+/* Defaults: $HLB_REPART_POLICY or "hlb", interval 100, PAPI on, min_rows 1, even start. */
 HLB_EXTERN void hlb_spmd_options_default(hlb_spmd_options *o);
 
 typedef struct hlb_spmd hlb_spmd;
 
-/* Collective. Split `rows` rows evenly over the ranks of `comm` (the papers' T_par split). */
+/* Collective. Split `rows` rows evenly over the ranks of `comm` (the papers' T_par split), or
+ * as opt->initial_counts says. Fails with HLB_EINVAL, on every rank, when the ranks disagree
+ * about initial_counts, when it does not sum to `rows` or gives a rank fewer than min_rows. */
 HLB_EXTERN int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt,
                                hlb_spmd **out);
 /* Collective. Frees the monitor and the policy; registered arrays stay the caller's. */

@@ -1,5 +1,6 @@
 /* The SPMD interface (include/hlb/mpi.h): FLEX-MPI's monitor / load-balance / redistribute
  * loop (paper 002, section 3) over hlb's repartition policies. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,55 @@ static void even_split(size_t rows, int size, size_t *counts, size_t *displs) {
   }
 }
 
+/* Collective: the first split, the even one or opt.initial_counts. Every rank takes part
+ * whatever its own state (`local_rc`: an error it met while setting up), and all reach the
+ * same verdict, so no rank goes on into a collective that the others have left. */
+static int start_split(hlb_spmd *s, int local_rc) {
+  const size_t *want = s->opt.initial_counts;
+  size_t n = (size_t)s->size;
+  /* Per rank, as uint64 for MPI: its counts, and UINT64_MAX minus them (a MAX of those is the
+   * MIN of the counts), so one reduction tells whether all ranks gave the same. */
+  uint64_t *extremes = want && !local_rc ? calloc(2 * n, sizeof *extremes) : NULL;
+  int mine[3] = {want != NULL, want == NULL, local_rc || (want && !extremes)}, all[3];
+  MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, s->comm);
+  int rc = local_rc;
+  if (!rc && want && !extremes)
+    rc = hlb__error(HLB_ENOMEM, "spmd: out of memory for %d initial counts", s->size);
+  if (!rc && all[2]) rc = hlb__error(HLB_EINVAL, "spmd: another rank failed to set up");
+  if (!rc && all[0] && all[1])
+    rc = hlb__error(HLB_EINVAL, "spmd: initial_counts given on some ranks and NULL on others");
+  if (rc || !want) {
+    free(extremes);
+    if (!rc) even_split(s->rows, s->size, s->counts, s->displs);
+    return rc;
+  }
+  for (size_t r = 0; r < n; r++) {
+    extremes[r] = (uint64_t)want[r];
+    extremes[n + r] = UINT64_MAX - (uint64_t)want[r];
+  }
+  MPI_Allreduce(MPI_IN_PLACE, extremes, 2 * (int)n, MPI_UINT64_T, MPI_MAX, s->comm);
+  size_t min_rows = s->opt.min_rows ? s->opt.min_rows : 1, sum = 0, at = 0;
+  for (size_t r = 0; r < n && !rc; r++) {
+    uint64_t most = extremes[r], least = UINT64_MAX - extremes[n + r];
+    if (most != least)
+      rc = hlb__error(HLB_EINVAL, "spmd: initial_counts[%zu] differs between ranks (%llu..%llu)", r,
+                      (unsigned long long)least, (unsigned long long)most);
+    else if (want[r] < min_rows)
+      rc = hlb__error(HLB_EINVAL, "spmd: initial_counts[%zu] = %zu is below min_rows %zu", r,
+                      want[r], min_rows);
+    sum += want[r];
+  }
+  if (!rc && sum != s->rows)
+    rc = hlb__error(HLB_EINVAL, "spmd: initial_counts sum to %zu rows, not %zu", sum, s->rows);
+  for (size_t r = 0; r < n && !rc; r++) {
+    s->counts[r] = want[r];
+    s->displs[r] = at;
+    at += want[r];
+  }
+  free(extremes);
+  return rc;
+}
+
 static int resolve_policy(hlb_spmd *s) {
   s->policy = hlb_repart_find(s->opt.policy);
   if (!s->policy) {
@@ -79,6 +129,7 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
   *out = NULL;
   hlb_spmd *s = calloc(1, sizeof *s);
   if (!s) return hlb__error(HLB_ENOMEM, "spmd: out of memory");
+  s->monitor.papi_eventset = -1; /* no PAPI set yet: an error below must not stop one */
   if (opt)
     s->opt = *opt;
   else
@@ -102,11 +153,12 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
   if (!rc && (!s->counts || !s->displs || !s->new_counts || !s->new_displs || !s->gathered))
     rc = hlb__error(HLB_ENOMEM, "spmd: out of memory for %d ranks", s->size);
   if (!rc) rc = resolve_policy(s);
+  rc = start_split(s, rc);
+  s->opt.initial_counts = NULL; /* the caller's array; read only here */
   if (rc) {
     hlb_spmd_destroy(s);
     return rc;
   }
-  even_split(rows, s->size, s->counts, s->displs);
   const char *log = getenv("HLB_SPMD_LOG");
   s->log = log && *log && strcmp(log, "0") != 0;
   hlb__monitor_init(&s->monitor, s->opt.use_papi);

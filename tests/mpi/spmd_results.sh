@@ -38,6 +38,17 @@ for np in 2 3 4; do
   python3 -c "import sys; sys.exit(0 if float('$err') < 1e-6 else 1)" || { echo "FAIL: CG error $err"; fail=1; }
   if [ "$moves" -lt 1 ]; then echo "FAIL: CG saw no redistribution"; fail=1; fi
 done
+# A run started from a given split (--counts, e.g. a previous run's final_counts) computes the
+# same; counts that do not sum to the rows stop every rank with the reason.
+out=$("${MPIRUN[@]}" -np 2 "$bin/hlb_jacobi" --rows 240 --iters 150 --interval 10 --counts 200,40 \
+  --policy hlb --params "persist=1,threshold=0" --inject-rank 0 --inject-from 30 --inject-frac 2)
+echo "jacobi np=2 --counts 200,40: checksum=$(echo "$out" | field checksum)"
+[ "$(echo "$out" | field checksum)" = "$ref" ] || { echo "FAIL: --counts changed the result"; fail=1; }
+if err=$("${MPIRUN[@]}" -np 2 "$bin/hlb_jacobi" --rows 240 --iters 5 --counts 200,41 2>&1); then
+  echo "FAIL: --counts 200,41 for 240 rows was accepted"; fail=1
+elif ! grep -q "initial_counts sum to 241 rows, not 240" <<<"$err"; then
+  echo "FAIL: --counts 200,41: unexpected message: $err"; fail=1
+fi
 # CG reads a Matrix Market file (symmetric, lower triangle stored): a 12x12 grid Laplacian
 # written here, solved on 1 and 3 ranks with rows moving.
 mtx=$(mktemp --suffix .mtx)
