@@ -51,13 +51,19 @@ void hlb_spmd_options_default(hlb_spmd_options *o) {
   o->min_rows = 1;
 }
 
-static void even_split(size_t rows, int size, size_t *counts, size_t *displs) {
-  size_t base = rows / (size_t)size, extra = rows % (size_t)size, at = 0;
+/* Each rank's first row: the rows of the ranks before it. */
+static void displs_from_counts(const size_t *counts, int size, size_t *displs) {
+  size_t at = 0;
   for (int r = 0; r < size; r++) {
-    counts[r] = base + ((size_t)r < extra);
     displs[r] = at;
     at += counts[r];
   }
+}
+
+static void even_counts(size_t rows, int size, size_t *counts) {
+  size_t base = rows / (size_t)size, extra = rows % (size_t)size;
+  for (int r = 0; r < size; r++)
+    counts[r] = base + ((size_t)r < extra);
 }
 
 /* Collective: the first split, the even one or opt.initial_counts. Every rank takes part
@@ -79,7 +85,10 @@ static int start_split(hlb_spmd *s, int local_rc) {
     rc = hlb__error(HLB_EINVAL, "spmd: initial_counts given on some ranks and NULL on others");
   if (rc || !want) {
     free(extremes);
-    if (!rc) even_split(s->rows, s->size, s->counts, s->displs);
+    if (!rc) {
+      even_counts(s->rows, s->size, s->counts);
+      displs_from_counts(s->counts, s->size, s->displs);
+    }
     return rc;
   }
   for (size_t r = 0; r < n; r++) {
@@ -87,7 +96,7 @@ static int start_split(hlb_spmd *s, int local_rc) {
     extremes[n + r] = UINT64_MAX - (uint64_t)want[r];
   }
   MPI_Allreduce(MPI_IN_PLACE, extremes, 2 * (int)n, MPI_UINT64_T, MPI_MAX, s->comm);
-  size_t min_rows = s->opt.min_rows ? s->opt.min_rows : 1, sum = 0, at = 0;
+  size_t min_rows = s->opt.min_rows ? s->opt.min_rows : 1, sum = 0;
   for (size_t r = 0; r < n && !rc; r++) {
     uint64_t most = extremes[r], least = UINT64_MAX - extremes[n + r];
     if (most != least)
@@ -100,10 +109,9 @@ static int start_split(hlb_spmd *s, int local_rc) {
   }
   if (!rc && sum != s->rows)
     rc = hlb__error(HLB_EINVAL, "spmd: initial_counts sum to %zu rows, not %zu", sum, s->rows);
-  for (size_t r = 0; r < n && !rc; r++) {
-    s->counts[r] = want[r];
-    s->displs[r] = at;
-    at += want[r];
+  if (!rc) {
+    memcpy(s->counts, want, n * sizeof *want);
+    displs_from_counts(s->counts, s->size, s->displs);
   }
   free(extremes);
   return rc;
@@ -291,11 +299,7 @@ static int record_redistribution(hlb_spmd *s) {
 }
 
 static int redistribute_all(hlb_spmd *s) {
-  size_t at = 0;
-  for (int r = 0; r < s->size; r++) {
-    s->new_displs[r] = at;
-    at += s->new_counts[r];
-  }
+  displs_from_counts(s->new_counts, s->size, s->new_displs);
   hlb__layout l = {s->counts, s->displs, s->new_counts, s->new_displs, s->rank, s->size};
   double t0 = MPI_Wtime();
   int rc = 0;

@@ -7,6 +7,11 @@
 #include "hlb/mpi.h"
 #include "mpi/check.h"
 
+/* Rank r's rows: counts[r], or its part of the even split when counts is NULL. */
+static size_t expected_count(size_t rows, const size_t *counts, int r, int size) {
+  return counts ? counts[r] : rows / (size_t)size + ((size_t)r < rows % (size_t)size);
+}
+
 /* Create with `counts` (NULL: even) and return the code; on success check each rank's range
  * against the counts and destroy. */
 static int create_with(size_t rows, const size_t *counts, size_t min_rows, int rank, int size) {
@@ -25,9 +30,8 @@ static int create_with(size_t rows, const size_t *counts, size_t min_rows, int r
   size_t first = 0, count = 0, want_first = 0;
   hlb_spmd_range(s, &first, &count);
   for (int r = 0; r < rank; r++)
-    want_first += counts ? counts[r] : rows / (size_t)size + ((size_t)r < rows % (size_t)size);
-  size_t want_count =
-      counts ? counts[rank] : rows / (size_t)size + ((size_t)rank < rows % (size_t)size);
+    want_first += expected_count(rows, counts, r, size);
+  size_t want_count = expected_count(rows, counts, rank, size);
   CHECK(first == want_first && count == want_count, "range [%zu, +%zu), expected [%zu, +%zu)",
         first, count, want_first, want_count);
   hlb_spmd_destroy(s);
