@@ -15,6 +15,9 @@
 # what any split could save in the same hour on this machine, whose speed drifts from hour
 # to hour (docs/benchmarks.md).
 #
+# A policy written POLICY:PARAMS (e.g. hlb:refine=1) runs with `--params PARAMS`, so a
+# parameter's effect is measured in the same repetitions as the defaults.
+#
 #   bench/mpi/bench_spmd.sh BUILD_DIR [POLICIES...]
 # Environment: JACOBI_ROWS (4000) JACOBI_ITERS (3000) CG_GRID (700) CG_ITERS (3000)
 #              LOAD_AFTER (3) INTERVAL (100) REPS (3) APPS ("jacobi cg") FIXED ("")
@@ -42,6 +45,7 @@ run_one() { # app load policy -> JSON line plus "load_epoch"
     on_loaded=$(python3 -c "print(round(${policy#fixed} * $rows))")
     args+=(--counts "$((rows - on_loaded)),$on_loaded"); policy=none
   fi
+  if [[ $policy == *:* ]]; then args+=(--params "${policy#*:}"); policy=${policy%%:*}; fi
   "${MPIRUN[@]}" "$bin/hlb_$app" "${args[@]}" --interval "$INTERVAL" --policy "$policy" \
     > "$out/run.json" &
   local app_pid=$! load_pid="" load_epoch=0
@@ -93,7 +97,7 @@ def after_load(r):
 base = {(r["load_epoch"] > 0, r["rep"]): r["time_s"] for r in rows if r["policy"] == "none"}
 print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, 2 ranks, "
       f"medians of {len({r['rep'] for r in rows})} repetitions")
-print(f"{'load':5} {'policy':10} {'time_s':>8} {'saved':>7} {'saved range':>15} {'redist':>6} "
+print(f"{'load':5} {'policy':13} {'time_s':>8} {'saved':>7} {'saved range':>15} {'redist':>6} "
       f"{'after load':>10} {'iters to 1st':>12} {'s/move':>7}  final split (median run)")
 for loaded in (False, True):
     for p in dict.fromkeys(r["policy"] for r in rows):
@@ -111,7 +115,7 @@ for loaded in (False, True):
         median_run = sorted(runs, key=lambda r: r["time_s"])[len(runs) // 2]
         per_move = [r["redistribute_s"] / r["redistributions"] for r in runs if r["redistributions"]]
         move_s = f"{med(per_move):7.3f}" if per_move else f"{'-':>7}"
-        print(f"{'yes' if loaded else 'no':5} {p:10} {t:8.2f} {100.0 * (1 - t / none_t):6.1f}% "
+        print(f"{'yes' if loaded else 'no':5} {p:13} {t:8.2f} {100.0 * (1 - t / none_t):6.1f}% "
               f"{min(saved):6.1f}..{max(saved):5.1f}% "
               f"{int(med([r['redistributions'] for r in runs])):6d} {after:>10} {first:>12} {move_s}  "
               f"{median_run['final_counts']}")
