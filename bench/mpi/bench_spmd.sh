@@ -4,7 +4,8 @@
 # Jacobi and CG on 2 ranks, each bound to its own core. LOAD_AFTER seconds into each run a busy
 # loop is started on rank 1's core and left running to the end. Every policy runs with that
 # load and without it, REPS times, the runs of one repetition one after the other (so a drift
-# of the machine's speed hits every policy alike). Printed per setting and policy, as medians
+# of the machine's speed hits every policy alike), in reverse order on even repetitions (so
+# no policy always runs first or last). LOADS="no" or "yes" runs one setting only. Printed per setting and policy, as medians
 # over the repetitions: time, time saved against `none`'s median in the same setting (and the
 # range of the per-repetition savings, each against `none` of the same repetition),
 # redistributions (all / after the load appeared), and how many iterations after the load
@@ -21,6 +22,7 @@
 #   bench/mpi/bench_spmd.sh BUILD_DIR [POLICIES...]
 # Environment: JACOBI_ROWS (4000) JACOBI_ITERS (3000) CG_GRID (700) CG_ITERS (3000)
 #              LOAD_AFTER (3) INTERVAL (100) REPS (3) APPS ("jacobi cg") FIXED ("")
+#              LOADS ("no yes")
 set -euo pipefail
 build=${1:?usage: bench_spmd.sh BUILD_DIR [POLICIES...]}
 shift
@@ -30,7 +32,7 @@ bin="$build/examples/mpi"
 JACOBI_ROWS=${JACOBI_ROWS:-4000} JACOBI_ITERS=${JACOBI_ITERS:-3000}
 CG_GRID=${CG_GRID:-700} CG_ITERS=${CG_ITERS:-3000}
 LOAD_AFTER=${LOAD_AFTER:-3} INTERVAL=${INTERVAL:-100} REPS=${REPS:-3} APPS=${APPS:-"jacobi cg"}
-FIXED=${FIXED:-}
+FIXED=${FIXED:-} LOADS=${LOADS:-"no yes"}
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to core --map-by core -np 2)
 loaded_core=1
 out=$(mktemp -d)
@@ -70,9 +72,10 @@ echo "date: $(date -u +%Y-%m-%d)"
 for app in $APPS; do
   : > "$out/$app.jsonl"
   for rep in $(seq "$REPS"); do
-    for load in no yes; do
+    for load in $LOADS; do
       runs=("${policies[@]}")
       if [ "$load" = yes ]; then for f in $FIXED; do runs+=("fixed$f"); done; fi
+      [ $((rep % 2)) -eq 1 ] || mapfile -t runs < <(printf '%s\n' "${runs[@]}" | tac)
       for p in "${runs[@]}"; do
         run_one "$app" "$load" "$p" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['rep']=$rep; d['policy']='$p'; print(json.dumps(d))" \
           | tee -a "$out/$app.jsonl" >&2
