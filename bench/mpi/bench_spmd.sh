@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPMD rebalancing under a competing process (issue 5; FLEX-MPI paper 002 section 4.2).
 #
-# Jacobi and CG on 2 ranks, each bound to its own core. LOAD_AFTER seconds into each run a busy
-# loop is started on rank 1's core and left running to the end. Every policy runs with that
+# Jacobi and CG on NP ranks (2 to 4; at most one per core), each bound to its own core.
+# LOAD_AFTER seconds into each run a busy loop is started on the last rank's core and left
+# running to the end. Every policy runs with that
 # load and without it, REPS times, the runs of one repetition one after the other (so a drift
 # of the machine's speed hits every policy alike), in reverse order on even repetitions (so
 # no policy always runs first or last). LOADS="no" or "yes" runs one setting only. Printed per setting and policy, as medians
@@ -12,7 +13,7 @@
 # appeared the first redistribution came.
 #
 # FIXED="0.36 0.30" adds, under load only, runs that never rebalance but start with that share
-# of the rows on the loaded rank (`fixedS`: --policy none --counts): the best of them bounds
+# of the rows on the loaded rank (the others share the rest evenly) (`fixedS`: --policy none --counts): the best of them bounds
 # what any split could save in the same hour on this machine, whose speed drifts from hour
 # to hour (docs/benchmarks.md).
 #
@@ -22,7 +23,7 @@
 #   bench/mpi/bench_spmd.sh BUILD_DIR [POLICIES...]
 # Environment: JACOBI_ROWS (4000) JACOBI_ITERS (3000) CG_GRID (700) CG_ITERS (3000)
 #              LOAD_AFTER (3) INTERVAL (100) REPS (3) APPS ("jacobi cg") FIXED ("")
-#              LOADS ("no yes")
+#              LOADS ("no yes") NP (2)
 set -euo pipefail
 build=${1:?usage: bench_spmd.sh BUILD_DIR [POLICIES...]}
 shift
@@ -33,19 +34,30 @@ JACOBI_ROWS=${JACOBI_ROWS:-4000} JACOBI_ITERS=${JACOBI_ITERS:-3000}
 CG_GRID=${CG_GRID:-700} CG_ITERS=${CG_ITERS:-3000}
 LOAD_AFTER=${LOAD_AFTER:-3} INTERVAL=${INTERVAL:-100} REPS=${REPS:-3} APPS=${APPS:-"jacobi cg"}
 FIXED=${FIXED:-} LOADS=${LOADS:-"no yes"}
-MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to core --map-by core -np 2)
-loaded_core=1
+NP=${NP:-2}
+if ! [[ $NP =~ ^[0-9]+$ ]] || [ "$NP" -lt 2 ] || [ "$NP" -gt "$(nproc)" ]; then
+  echo "bench_spmd.sh: NP=$NP: needs 2 to $(nproc) ranks (one per core on this machine)" >&2
+  exit 2
+fi
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to core --map-by core -np "$NP")
+loaded_core=$((NP - 1)) # --map-by core puts rank r on core r
 out=$(mktemp -d)
 trap 'rm -rf "$out"; kill $(jobs -p) 2>/dev/null || true' EXIT
+
+fixed_counts() { # share rows -> "C0,C1,...": `share` of the rows on the last rank, the rest even
+  python3 -c "
+share, rows, n = $1, $2, $NP
+last = round(share * rows)
+rest = [(rows - last) // (n - 1) + (r < (rows - last) % (n - 1)) for r in range(n - 1)]
+print(','.join(map(str, rest + [last])))"
+}
 
 run_one() { # app load policy -> JSON line plus "load_epoch"
   local app=$1 load=$2 policy=$3 args rows
   if [ "$app" = jacobi ]; then args=(--rows "$JACOBI_ROWS" --iters "$JACOBI_ITERS"); rows=$JACOBI_ROWS
   else args=(--rows "$CG_GRID" --iters "$CG_ITERS"); rows=$((CG_GRID * CG_GRID)); fi
   if [[ $policy == fixed* ]]; then # the loaded rank (1) starts with the given share, never moves
-    local on_loaded
-    on_loaded=$(python3 -c "print(round(${policy#fixed} * $rows))")
-    args+=(--counts "$((rows - on_loaded)),$on_loaded"); policy=none
+    args+=(--counts "$(fixed_counts "${policy#fixed}" "$rows")"); policy=none
   fi
   if [[ $policy == *:* ]]; then args+=(--params "${policy#*:}"); policy=${policy%%:*}; fi
   "${MPIRUN[@]}" "$bin/hlb_$app" "${args[@]}" --interval "$INTERVAL" --policy "$policy" \
@@ -98,7 +110,7 @@ def after_load(r):
     per_iter = r["time_s"] / r["iterations"]
     return len(late), max(0, int(late[0][0] - t_load / per_iter))
 base = {(r["load_epoch"] > 0, r["rep"]): r["time_s"] for r in rows if r["policy"] == "none"}
-print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, 2 ranks, "
+print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, {rows[0]['ranks']} ranks, "
       f"medians of {len({r['rep'] for r in rows})} repetitions")
 print(f"{'load':5} {'policy':13} {'time_s':>8} {'saved':>7} {'saved range':>15} {'redist':>6} "
       f"{'after load':>10} {'iters to 1st':>12} {'s/move':>7}  final split (median run)")
