@@ -34,7 +34,9 @@ for np in 2 3 4; do
     --params "k=1,th2=0" --inject-rank 0 --inject-from 20 --inject-frac 2)
   err=$(echo "$out" | field error)
   moves=$(echo "$out" | field redistributions)
-  echo "cg np=$np error=$err redistributions=$moves"
+  rows=$(echo "$out" | field rows)
+  echo "cg np=$np error=$err redistributions=$moves rows=$rows"
+  [ "$rows" = 576 ] || { echo "FAIL: CG on a 24x24 grid reported $rows rows, not 576"; fail=1; }
   python3 -c "import sys; sys.exit(0 if float('$err') < 1e-6 else 1)" || { echo "FAIL: CG error $err"; fail=1; }
   if [ "$moves" -lt 1 ]; then echo "FAIL: CG saw no redistribution"; fail=1; fi
 done
