@@ -16,12 +16,27 @@ typedef struct hlb__layout {
   int rank, size;
 } hlb__layout;
 
-/* Collective. *data (malloc'd) holds old_counts[rank] rows of row_bytes; afterwards it holds
- * new_counts[rank] rows, reallocated in place (the pointer may change). */
-int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, size_t row_bytes);
+/* A registered dense array: *data (malloc'd) holds this rank's rows of row_bytes each. */
+typedef struct hlb__dense_array {
+  void **data;
+  size_t row_bytes;
+} hlb__dense_array;
 
-/* Collective. The same for a CSR matrix of this rank's rows. */
+/* Collective, all or nothing. Every dense array (old_counts[rank] rows; afterwards
+ * new_counts[rank] rows, reallocated in place: the pointer may change) and every CSR matrix of
+ * this rank's rows moves to the new layout. Every buffer is allocated on every rank before any
+ * row travels: when a rank cannot (HLB_ENOMEM), every rank returns an error naming that rank
+ * and every array keeps its old rows. */
+int hlb__redistribute(MPI_Comm comm, const hlb__layout *l, const hlb__dense_array *dense,
+                      unsigned n_dense, hlb_csr *const *csr, unsigned n_csr);
+
+/* One dense array, or one CSR matrix: hlb__redistribute of that array alone. */
+int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, size_t row_bytes);
 int hlb__redistribute_csr(MPI_Comm comm, const hlb__layout *l, hlb_csr *m);
+
+/* For tests: on this rank, any buffer redistribution allocates above this many bytes fails as
+ * if out of memory (0, the default: off). */
+extern size_t hlb__redistribute_fail_above;
 
 /* Rows of rank `me` (old layout) that rank `peer` owns in the new layout: [*first, +*n). */
 void hlb__overlap(const hlb__layout *l, int from, int to, size_t *first, size_t *n);

@@ -15,11 +15,6 @@
 #define HLB_SPMD_DEFAULT_INTERVAL 100 /* iterations per sampling interval (002 section 4) */
 #define HLB_SPMD_MAX_PARAMS 16
 
-typedef struct dense_array {
-  void **data;
-  size_t row_bytes;
-} dense_array;
-
 struct hlb_spmd {
   MPI_Comm comm; /* a duplicate: hlb's collectives never match the application's */
   int rank, size;
@@ -30,7 +25,7 @@ struct hlb_spmd {
   void *policy_state;
   double param[HLB_SPMD_MAX_PARAMS];
   double *row_weights; /* global, NULL for uniform */
-  dense_array arrays[HLB_SPMD_MAX_ARRAYS];
+  hlb__dense_array arrays[HLB_SPMD_MAX_ARRAYS];
   unsigned n_arrays;
   hlb_csr *csr[HLB_SPMD_MAX_CSR];
   unsigned n_csr;
@@ -205,7 +200,7 @@ int hlb_spmd_register_dense(hlb_spmd *s, void **data, size_t row_bytes) {
     return hlb__error(HLB_EINVAL, "spmd: register_dense needs a pointer and row_bytes > 0");
   if (s->n_arrays == HLB_SPMD_MAX_ARRAYS)
     return hlb__error(HLB_ERANGE, "spmd: at most %d dense arrays", HLB_SPMD_MAX_ARRAYS);
-  s->arrays[s->n_arrays++] = (dense_array){data, row_bytes};
+  s->arrays[s->n_arrays++] = (hlb__dense_array){data, row_bytes};
   return 0;
 }
 
@@ -302,11 +297,8 @@ static int redistribute_all(hlb_spmd *s) {
   displs_from_counts(s->new_counts, s->size, s->new_displs);
   hlb__layout l = {s->counts, s->displs, s->new_counts, s->new_displs, s->rank, s->size};
   double t0 = MPI_Wtime();
-  int rc = 0;
-  for (unsigned i = 0; !rc && i < s->n_arrays; i++)
-    rc = hlb__redistribute_dense(s->comm, &l, s->arrays[i].data, s->arrays[i].row_bytes);
-  for (unsigned i = 0; !rc && i < s->n_csr; i++)
-    rc = hlb__redistribute_csr(s->comm, &l, s->csr[i]);
+  /* All or nothing: on failure every rank keeps its rows and the old split stands. */
+  int rc = hlb__redistribute(s->comm, &l, s->arrays, s->n_arrays, s->csr, s->n_csr);
   if (rc) return rc;
   double took = MPI_Wtime() - t0, slowest = 0.0;
   MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, s->comm);

@@ -74,6 +74,74 @@ static double checksum_dense(const double *a, size_t count) {
   return g;
 }
 
+static void fill_dense(double *a, size_t first, size_t count, int row_doubles) {
+  for (size_t r = 0; r < count; r++)
+    for (int k = 0; k < row_doubles; k++)
+      a[r * row_doubles + k] = cell(first + r, k);
+}
+
+static void check_dense(const double *a, size_t first, size_t count, int row_doubles,
+                        const char *what) {
+  for (size_t r = 0; r < count; r++)
+    for (int k = 0; k < row_doubles; k++)
+      CHECK(a[r * row_doubles + k] == cell(first + r, k), "%s: row %zu holds %g", what, first + r,
+            a[r * row_doubles + k]);
+}
+
+/* A rank that cannot allocate its share makes the redistribution of all arrays fail on every
+ * rank, naming that rank, with every array still holding its old rows; once memory is back,
+ * the same redistribution succeeds. Buffers above `fail_above` bytes fail on the last rank,
+ * which receives almost every row: with wide rows in the second dense array that array fails
+ * (the first must not have moved either); with one-double rows only the CSR matrix's nonzeros
+ * fail, after its row lengths were exchanged. */
+static void test_out_of_memory(int rank, int size, size_t rows, int first_doubles,
+                               int second_doubles, size_t fail_above) {
+  int victim = size - 1;
+  size_t *oc = calloc((size_t)size, sizeof *oc), *od = calloc((size_t)size, sizeof *od);
+  size_t *nc = calloc((size_t)size, sizeof *nc), *nd = calloc((size_t)size, sizeof *nd);
+  for (int r = 0; r < size; r++) { /* even, then all but one row per rank to the victim */
+    oc[r] = rows / (size_t)size + ((size_t)r < rows % (size_t)size);
+    od[r] = r ? od[r - 1] + oc[r - 1] : 0;
+    nc[r] = r == victim ? rows - (size_t)(size - 1) : 1;
+    nd[r] = (size_t)r;
+  }
+  double *first = malloc(oc[rank] * first_doubles * sizeof *first);
+  double *second = malloc(oc[rank] * second_doubles * sizeof *second);
+  fill_dense(first, od[rank], oc[rank], first_doubles);
+  fill_dense(second, od[rank], oc[rank], second_doubles);
+  hlb_csr m = make_csr(od[rank], oc[rank]);
+  hlb_csr *csr[1] = {&m};
+  hlb__dense_array dense[2] = {{(void **)&first, first_doubles * sizeof(double)},
+                               {(void **)&second, second_doubles * sizeof(double)}};
+  hlb__layout l = {oc, od, nc, nd, rank, size};
+  if (rank == victim) hlb__redistribute_fail_above = fail_above;
+  int rc = hlb__redistribute(MPI_COMM_WORLD, &l, dense, 2, csr, 1);
+  char want[64];
+  snprintf(want, sizeof want, rank == victim ? "out of memory" : "rank %d could not prepare",
+           victim);
+  CHECK(rc == HLB_ENOMEM, "out of memory: returned %d, not HLB_ENOMEM", rc);
+  CHECK(strstr(hlb_last_error(), want), "out of memory: message \"%s\" lacks \"%s\"",
+        hlb_last_error(), want);
+  check_dense(first, od[rank], oc[rank], first_doubles, "after the failed move, first array");
+  check_dense(second, od[rank], oc[rank], second_doubles, "after the failed move, second array");
+  check_csr(&m, od[rank], oc[rank], rank);
+  hlb__redistribute_fail_above = 0;
+  rc = hlb__redistribute(MPI_COMM_WORLD, &l, dense, 2, csr, 1);
+  CHECK(rc == 0, "retry after out of memory: %s", hlb_last_error());
+  check_dense(first, nd[rank], nc[rank], first_doubles, "after the retry, first array");
+  check_dense(second, nd[rank], nc[rank], second_doubles, "after the retry, second array");
+  check_csr(&m, nd[rank], nc[rank], rank);
+  free(first);
+  free(second);
+  free(m.row_ptr);
+  free(m.col);
+  free(m.val);
+  free(oc);
+  free(od);
+  free(nc);
+  free(nd);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -105,10 +173,13 @@ int main(int argc, char **argv) {
     memcpy(oc, nc, (size_t)size * sizeof *oc);
     memcpy(od, nd, (size_t)size * sizeof *od);
   }
+  test_out_of_memory(rank, size, rows, ROW_DOUBLES, 100, 32 * rows); /* the wide array fails */
+  test_out_of_memory(rank, size, rows, 1, 1, 12 * rows); /* only the CSR nonzeros fail */
   int all = 0;
   MPI_Allreduce(&check_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0)
-    printf("redistribute: %d ranks, 50 random layouts, %s\n", size, all ? "FAILED" : "ok");
+    printf("redistribute: %d ranks, 50 random layouts and two out of memory, %s\n", size,
+           all ? "FAILED" : "ok");
   free(a);
   free(m.row_ptr);
   free(m.col);
