@@ -51,6 +51,12 @@ static hlb_csr make_csr(size_t first, size_t count) {
   return m;
 }
 
+static void free_csr(hlb_csr *m) {
+  free(m->row_ptr);
+  free(m->col);
+  free(m->val);
+}
+
 static void check_csr(const hlb_csr *m, size_t first, size_t count, int rank) {
   CHECK(m->row_ptr[0] == 0, "rank %d: csr row_ptr[0] = %lld", rank, (long long)m->row_ptr[0]);
   for (size_t r = 0; r < count; r++) {
@@ -133,9 +139,7 @@ static void test_out_of_memory(int rank, int size, size_t rows, int first_double
   check_csr(&m, nd[rank], nc[rank], rank);
   free(first);
   free(second);
-  free(m.row_ptr);
-  free(m.col);
-  free(m.val);
+  free_csr(&m);
   free(oc);
   free(od);
   free(nc);
@@ -153,9 +157,7 @@ int main(int argc, char **argv) {
   unsigned seed = 12345;
   random_layout(&seed, rows, size, oc, od);
   double *a = malloc((oc[rank] + 1) * ROW_DOUBLES * sizeof *a);
-  for (size_t r = 0; r < oc[rank]; r++)
-    for (int k = 0; k < ROW_DOUBLES; k++)
-      a[r * ROW_DOUBLES + k] = cell(od[rank] + r, k);
+  fill_dense(a, od[rank], oc[rank], ROW_DOUBLES);
   hlb_csr m = make_csr(od[rank], oc[rank]);
   double sum0 = checksum_dense(a, oc[rank]);
   for (int round = 0; round < 50; round++) {
@@ -164,10 +166,9 @@ int main(int argc, char **argv) {
     CHECK(hlb__redistribute_dense(MPI_COMM_WORLD, &l, (void **)&a, ROW_DOUBLES * sizeof *a) == 0,
           "dense: %s", hlb_last_error());
     CHECK(hlb__redistribute_csr(MPI_COMM_WORLD, &l, &m) == 0, "csr: %s", hlb_last_error());
-    for (size_t r = 0; r < nc[rank]; r++)
-      for (int k = 0; k < ROW_DOUBLES; k++)
-        CHECK(a[r * ROW_DOUBLES + k] == cell(nd[rank] + r, k), "round %d rank %d row %zu: %g",
-              round, rank, nd[rank] + r, a[r * ROW_DOUBLES + k]);
+    char what[32];
+    snprintf(what, sizeof what, "round %d rank %d", round, rank);
+    check_dense(a, nd[rank], nc[rank], ROW_DOUBLES, what);
     check_csr(&m, nd[rank], nc[rank], rank);
     CHECK(checksum_dense(a, nc[rank]) == sum0, "round %d: checksum changed", round);
     memcpy(oc, nc, (size_t)size * sizeof *oc);
@@ -181,9 +182,7 @@ int main(int argc, char **argv) {
     printf("redistribute: %d ranks, 50 random layouts and two out of memory, %s\n", size,
            all ? "FAILED" : "ok");
   free(a);
-  free(m.row_ptr);
-  free(m.col);
-  free(m.val);
+  free_csr(&m);
   free(oc);
   free(od);
   free(nc);
