@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # SPMD rebalancing under a competing process (issue 5; FLEX-MPI paper 002 section 4.2).
 #
-# Jacobi and CG on NP ranks (2 to 4; at most one per core), each bound to its own core.
+# Jacobi and CG on NP ranks (2 by default; at most one per core), each bound to its own core.
 # LOAD_AFTER seconds into each run a busy loop is started on the last rank's core and left
-# running to the end. Every policy runs with that
-# load and without it, REPS times, the runs of one repetition one after the other (so a drift
-# of the machine's speed hits every policy alike), in reverse order on even repetitions (so
-# no policy always runs first or last). LOADS="no" or "yes" runs one setting only. Printed per setting and policy, as medians
-# over the repetitions: time, time saved against `none`'s median in the same setting (and the
-# range of the per-repetition savings, each against `none` of the same repetition),
-# redistributions (all / after the load appeared), and how many iterations after the load
-# appeared the first redistribution came.
+# running to the end. Every policy runs with that load and without it, REPS times, the runs of
+# one repetition one after the other (so a drift of the machine's speed hits every policy
+# alike), in reverse order on even repetitions (so no policy always runs first or last).
+# LOADS="no" or "yes" runs one setting only. Printed per setting and policy, as medians over
+# the repetitions: time, time saved against `none`'s median in the same setting (and the range
+# of the per-repetition savings, each against `none` of the same repetition), redistributions
+# (all / after the load appeared), and how many iterations after the load appeared the first
+# redistribution came.
 #
 # FIXED="0.36 0.30" adds, under load only, runs that never rebalance but start with that share
-# of the rows on the loaded rank (the others share the rest evenly) (`fixedS`: --policy none --counts): the best of them bounds
-# what any split could save in the same hour on this machine, whose speed drifts from hour
-# to hour (docs/benchmarks.md).
+# of the rows on the loaded rank, the others sharing the rest evenly (`fixedS`: --policy none
+# --counts): the best of them bounds what any split could save in the same hour on this
+# machine, whose speed drifts from hour to hour (docs/benchmarks.md).
 #
 # A policy written POLICY:PARAMS (e.g. hlb:refine=1) runs with `--params PARAMS`, so a
 # parameter's effect is measured in the same repetitions as the defaults.
@@ -56,7 +56,7 @@ run_one() { # app load policy -> JSON line plus "load_epoch"
   local app=$1 load=$2 policy=$3 args rows
   if [ "$app" = jacobi ]; then args=(--rows "$JACOBI_ROWS" --iters "$JACOBI_ITERS"); rows=$JACOBI_ROWS
   else args=(--rows "$CG_GRID" --iters "$CG_ITERS"); rows=$((CG_GRID * CG_GRID)); fi
-  if [[ $policy == fixed* ]]; then # the loaded rank (1) starts with the given share, never moves
+  if [[ $policy == fixed* ]]; then # the loaded (last) rank starts with the given share, never moves
     args+=(--counts "$(fixed_counts "${policy#fixed}" "$rows")"); policy=none
   fi
   if [[ $policy == *:* ]]; then args+=(--params "${policy#*:}"); policy=${policy%%:*}; fi
@@ -110,8 +110,8 @@ def after_load(r):
     per_iter = r["time_s"] / r["iterations"]
     return len(late), max(0, int(late[0][0] - t_load / per_iter))
 base = {(r["load_epoch"] > 0, r["rep"]): r["time_s"] for r in rows if r["policy"] == "none"}
-print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, {rows[0]['ranks']} ranks, "
-      f"medians of {len({r['rep'] for r in rows})} repetitions")
+print(f"\n{app}: {rows[0]['rows']} rows, {rows[0]['iterations']} iterations, "
+      f"{rows[0]['ranks']} ranks, medians of {len({r['rep'] for r in rows})} repetitions")
 print(f"{'load':5} {'policy':13} {'time_s':>8} {'saved':>7} {'saved range':>15} {'redist':>6} "
       f"{'after load':>10} {'iters to 1st':>12} {'s/move':>7}  final split (median run)")
 for loaded in (False, True):
