@@ -91,14 +91,16 @@ static int alltoallv_rows(MPI_Comm comm, const plan *p, const void *src, void *d
 /* Fault injection for tests: a buffer larger than this many bytes fails to allocate (0: off). */
 size_t hlb__redistribute_fail_above = 0;
 
+static int injected_failure(size_t bytes) {
+  return hlb__redistribute_fail_above && bytes > hlb__redistribute_fail_above;
+}
+
 static void *alloc_bytes(size_t bytes) {
-  if (hlb__redistribute_fail_above && bytes > hlb__redistribute_fail_above) return NULL;
-  return malloc(bytes ? bytes : 1);
+  return injected_failure(bytes) ? NULL : malloc(bytes ? bytes : 1);
 }
 
 static void *grow_bytes(void *p, size_t bytes) {
-  if (hlb__redistribute_fail_above && bytes > hlb__redistribute_fail_above) return NULL;
-  return realloc(p, bytes ? bytes : 1);
+  return injected_failure(bytes) ? NULL : realloc(p, bytes ? bytes : 1);
 }
 
 /* Collective: every rank learns whether any rank's preparation failed. A rank that failed keeps
@@ -313,13 +315,4 @@ int hlb__redistribute(MPI_Comm comm, const hlb__layout *l, const hlb__dense_arra
   free(dm);
   free(cm);
   return rc;
-}
-
-int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, size_t row_bytes) {
-  hlb__dense_array a = {data, row_bytes};
-  return hlb__redistribute(comm, l, &a, 1, NULL, 0);
-}
-
-int hlb__redistribute_csr(MPI_Comm comm, const hlb__layout *l, hlb_csr *m) {
-  return hlb__redistribute(comm, l, NULL, 0, &m, 1);
 }

@@ -30,10 +30,6 @@ typedef struct hlb__dense_array {
 int hlb__redistribute(MPI_Comm comm, const hlb__layout *l, const hlb__dense_array *dense,
                       unsigned n_dense, hlb_csr *const *csr, unsigned n_csr);
 
-/* One dense array, or one CSR matrix: hlb__redistribute of that array alone. */
-int hlb__redistribute_dense(MPI_Comm comm, const hlb__layout *l, void **data, size_t row_bytes);
-int hlb__redistribute_csr(MPI_Comm comm, const hlb__layout *l, hlb_csr *m);
-
 /* For tests: on this rank, any buffer redistribution allocates above this many bytes fails as
  * if out of memory (0, the default: off). */
 extern size_t hlb__redistribute_fail_above;

@@ -163,9 +163,10 @@ int main(int argc, char **argv) {
   for (int round = 0; round < 50; round++) {
     random_layout(&seed, rows, size, nc, nd);
     hlb__layout l = {oc, od, nc, nd, rank, size};
-    CHECK(hlb__redistribute_dense(MPI_COMM_WORLD, &l, (void **)&a, ROW_DOUBLES * sizeof *a) == 0,
-          "dense: %s", hlb_last_error());
-    CHECK(hlb__redistribute_csr(MPI_COMM_WORLD, &l, &m) == 0, "csr: %s", hlb_last_error());
+    hlb__dense_array dense = {(void **)&a, ROW_DOUBLES * sizeof *a};
+    hlb_csr *csr = &m;
+    CHECK(hlb__redistribute(MPI_COMM_WORLD, &l, &dense, 1, &csr, 1) == 0, "round %d: %s", round,
+          hlb_last_error());
     char what[32];
     snprintf(what, sizeof what, "round %d rank %d", round, rank);
     check_dense(a, nd[rank], nc[rank], ROW_DOUBLES, what);
