@@ -14,7 +14,9 @@ packages=(
   libopenmpi-dev openmpi-bin  # MPI layer
   coinor-libipopt-dev   # benchmark baseline (PLB-HeC's solver)
   libstarpu-dev         # benchmark baseline (per-task overhead, bench/exec)
+  libpapi-dev           # hardware counters of the SPMD monitor (libhlb_mpi)
   jq                    # CLI tests parse --json output
+  python3               # CLI and MPI tests check JSON and numbers with short scripts
 )
 
 missing=()
