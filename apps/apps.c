@@ -6,10 +6,11 @@
 #include "common/error_internal.h"
 
 extern const hlb__app_ops hlb__app_matmul, hlb__app_blackscholes, hlb__app_kmeans,
-    hlb__app_mandelbrot;
+    hlb__app_mandelbrot, hlb__app_spmv;
 
 static const hlb__app_ops *const apps[] = {&hlb__app_matmul, &hlb__app_blackscholes,
-                                           &hlb__app_kmeans, &hlb__app_mandelbrot};
+                                           &hlb__app_kmeans, &hlb__app_mandelbrot,
+                                           &hlb__app_spmv};
 #define N_APPS (sizeof apps / sizeof apps[0])
 
 struct hlb_app {
@@ -40,7 +41,7 @@ int hlb_app_create(const char *name, size_t size, uint64_t seed, hlb_app **out) 
   const hlb__app_ops *o = find(name);
   if (!o)
     return hlb__error(HLB_ENOTFOUND,
-                      "app '%s': unknown (apps: matmul, blackscholes, kmeans, mandelbrot)",
+                      "app '%s': unknown (apps: matmul, blackscholes, kmeans, mandelbrot, spmv)",
                       name ? name : "(null)");
   if (size == 0) size = o->info.default_size;
   if (size < 2 || size > o->info.max_size)

@@ -71,6 +71,6 @@ double hlb__app_uniform(uint64_t *state);
 /* CUDA launchers from kernels.cu; NULL when the build has no CUDA. */
 typedef int (*hlb__cuda_launcher)(const hlb_exec_call *c);
 extern const hlb__cuda_launcher hlb__cuda_matmul, hlb__cuda_blackscholes, hlb__cuda_kmeans,
-    hlb__cuda_mandelbrot;
+    hlb__cuda_mandelbrot, hlb__cuda_spmv;
 
 #endif

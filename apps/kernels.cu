@@ -111,6 +111,25 @@ int launch_mandelbrot(const hlb_exec_call *c) {
   return cudaGetLastError() == cudaSuccess ? 0 : HLB_EDEVICE;
 }
 
+/* One thread per row of the block (spmv.c's row loop). */
+__global__ void k_spmv(double *y, const uint64_t *rowp, const uint32_t *col, const double *val,
+                       const double *x, size_t begin, size_t count) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  size_t row = begin + i;
+  double s = 0.0;
+  for (uint64_t k = rowp[row]; k < rowp[row + 1]; k++)
+    s += val[k] * x[col[k]];
+  y[i] = s;
+}
+int launch_spmv(const hlb_exec_call *c) {
+  k_spmv<<<blocks(c->count), 256, 0, static_cast<cudaStream_t>(c->queue)>>>(
+      static_cast<double *>(c->out), static_cast<const uint64_t *>(c->shared[0]),
+      static_cast<const uint32_t *>(c->shared[1]), static_cast<const double *>(c->shared[2]),
+      static_cast<const double *>(c->shared[3]), c->begin, c->count);
+  return cudaGetLastError() == cudaSuccess ? 0 : HLB_EDEVICE;
+}
+
 } // namespace
 
 extern "C" {
@@ -122,4 +141,5 @@ __attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda
     launch_kmeans;
 __attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_mandelbrot =
     launch_mandelbrot;
+__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_spmv = launch_spmv;
 }

@@ -4,4 +4,5 @@
 #include "apps.h"
 
 const hlb__cuda_launcher hlb__cuda_matmul = NULL, hlb__cuda_blackscholes = NULL,
-                         hlb__cuda_kmeans = NULL, hlb__cuda_mandelbrot = NULL;
+                         hlb__cuda_kmeans = NULL, hlb__cuda_mandelbrot = NULL,
+                         hlb__cuda_spmv = NULL;
