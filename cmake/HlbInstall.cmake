@@ -36,19 +36,40 @@ if(OPENCL_FOUND)
   list(APPEND HLB_CONFIG_PKG_DEPS "OPENCL=OpenCL")
 endif()
 set(HLB_CONFIG_NEEDS_CUDA ${HLB_HAVE_CUDA})
+# pkg-config: relocatable (prefix from the .pc file's own place), so a staged install works.
+list(TRANSFORM HLB_CONFIG_PKG_DEPS REPLACE "^[^=]*=" "" OUTPUT_VARIABLE hlb_pc_modules)
+list(JOIN hlb_pc_modules " " HLB_PC_REQUIRES_PRIVATE)
+set(HLB_PC_LIBS_PRIVATE "-lglpk -lm -lpthread")
+if(HLB_HAVE_CUDA)
+  if(NOT HLB_CUDART_DIR)
+    message(FATAL_ERROR "the CUDA backend is built but cudart's directory is unknown")
+  endif()
+  # -Wl,-rpath: the toolkit is outside the loader's paths on most machines.
+  string(APPEND HLB_PC_LIBS_PRIVATE " -L${HLB_CUDART_DIR} -Wl,-rpath,${HLB_CUDART_DIR} -lcudart")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/hlb.pc.in ${PROJECT_BINARY_DIR}/hlb.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/hlb.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# libhlb_mpi (when MPI was found): hlb_mpi.pc beside hlb.pc, and hlb::hlb_mpi in the CMake
+# package. libhlb_mpi.so carries libhlb's objects, so the MPI module only adds MPI and PAPI.
+if(TARGET hlb_mpi)
+  set(HLB_CONFIG_HAS_MPI ON)
+  install(TARGETS hlb_mpi hlb_mpi_static EXPORT hlbMpiTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT hlbMpiTargets NAMESPACE hlb:: DESTINATION ${HLB_CMAKE_DIR})
+  set(HLB_MPI_PC_REQUIRES "${HLB_MPI_PKG_MODULE}")
+  set(HLB_MPI_PC_LIBS_PRIVATE "${PAPI_LIBRARY}")
+  configure_file(${PROJECT_SOURCE_DIR}/hlb_mpi.pc.in ${PROJECT_BINARY_DIR}/hlb_mpi.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/hlb_mpi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+else()
+  set(HLB_CONFIG_HAS_MPI OFF)
+endif()
+
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hlbConfig.cmake.in
   ${PROJECT_BINARY_DIR}/hlbConfig.cmake INSTALL_DESTINATION ${HLB_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/hlbConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/hlbConfig.cmake ${PROJECT_BINARY_DIR}/hlbConfigVersion.cmake
   DESTINATION ${HLB_CMAKE_DIR})
-
-# pkg-config: relocatable (prefix from the .pc file's own place), so a staged install works.
-list(TRANSFORM HLB_CONFIG_PKG_DEPS REPLACE "^[^=]*=" "" OUTPUT_VARIABLE hlb_pc_modules)
-list(JOIN hlb_pc_modules " " HLB_PC_REQUIRES_PRIVATE)
-set(HLB_PC_LIBS_PRIVATE "-lglpk -lm -lpthread")
-if(HLB_HAVE_CUDA)
-  string(APPEND HLB_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
-endif()
-configure_file(${PROJECT_SOURCE_DIR}/hlb.pc.in ${PROJECT_BINARY_DIR}/hlb.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/hlb.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install hlb into a staging prefix and prove another project can use it from there:
-# the hlb command runs, and examples/user_kernel builds and runs both through pkg-config
-# (its Makefile) and through find_package(hlb) (its CMakeLists.txt).
+# the hlb command runs; examples/user_kernel builds and runs through pkg-config (its
+# Makefile), statically against libhlb.a (`pkg-config --static`), and through
+# find_package(hlb); examples/mpi builds through pkg-config hlb_mpi and through
+# find_package(hlb) + hlb::hlb_mpi, and each build runs on 2 ranks.
 set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,5 +28,33 @@ echo "== find_package(hlb) build"
 cmake -S "$root/examples/user_kernel" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cmake" >/dev/null
 "$work/cmake/user_kernel" 200000 cpu
+
+echo "== static build (libhlb.a, pkg-config --static)"
+PKG_CONFIG_PATH="$pkgdir" make -s -C "$work" user_kernel_static
+# Nothing of hlb may be resolved from the shared library.
+if ldd "$work/user_kernel_static" | grep -q 'libhlb\.so'; then
+  echo "install check: user_kernel_static is linked against libhlb.so" >&2
+  exit 1
+fi
+"$work/user_kernel_static" 200000 cpu
+
+if [ -f "$pkgdir/hlb_mpi.pc" ]; then
+  mpirun=(mpirun --oversubscribe --allow-run-as-root -np 2)
+  spmd_run() { # a small Jacobi on 2 ranks must converge to its checksum and exit 0
+    "${mpirun[@]}" "$1" --rows 200 --iters 50 --interval 10 >"$work/jacobi.out"
+    grep -q checksum "$work/jacobi.out" || { cat "$work/jacobi.out"; exit 1; }
+  }
+  echo "== MPI program, pkg-config hlb_mpi"
+  mkdir -p "$work/mpi"
+  cp "$root"/examples/mpi/*.c "$root"/examples/mpi/*.h "$root/examples/mpi/Makefile" "$work/mpi/"
+  PKG_CONFIG_PATH="$pkgdir" make -s -C "$work/mpi" hlb_jacobi
+  spmd_run "$work/mpi/hlb_jacobi"
+  echo "== MPI program, find_package(hlb) and hlb::hlb_mpi"
+  cmake -S "$root/examples/mpi" -B "$work/mpi-cmake" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$work/mpi-cmake" >/dev/null
+  spmd_run "$work/mpi-cmake/hlb_jacobi"
+else
+  echo "install check: hlb_mpi.pc not installed (built without MPI): MPI builds not checked"
+fi
 
 echo "install check: ok"

@@ -9,6 +9,7 @@ packages=(
   liblapacke-dev liblapack-dev libopenblas-dev  # least squares, matmul on CPU
   libglpk-dev           # MILP for the two-level assignment
   libhwloc-dev          # CPU topology
+  libudev-dev           # hwloc's private library: a static link against libhlb.a needs it
   libcmocka-dev         # unit tests
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd  # OpenCL, PoCL's CPU device
   libopenmpi-dev openmpi-bin  # MPI layer
