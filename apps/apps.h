@@ -1,6 +1,6 @@
 /* The applications: workloads with real kernels (cpu, OpenCL, CUDA) and a result check,
  * run by `hlb run`, the tests and the benchmarks through the executor (include/hlb/exec.h).
- * Papers 001 and 000, "Applications": matrix multiplication (rows of C = A B), Black-Scholes
+ * PLB-HeC and PLB-HAC, "Applications": matrix multiplication (rows of C = A B), Black-Scholes
  * (a range of options), k-means (each iteration one balanced pass over the points); plus
  * Mandelbrot rows, whose per-row cost is irregular.
  *

@@ -1,4 +1,4 @@
-/* Black-Scholes prices of European call and put options (paper 001, "Applications": each
+/* Black-Scholes prices of European call and put options (PLB-HeC, "Applications": each
  * PU gets a range of the option vector; O(n)). Input per option: spot S, strike K, years T,
  * rate r, volatility v; output: call and put. Checked against a serial reference and the
  * put-call parity C - P = S - K e^{-rT}. */
@@ -131,7 +131,7 @@ static int bs_verify(void *s) {
 
 const hlb__app_ops hlb__app_blackscholes = {
     .info = {.name = "blackscholes",
-             .description = "European option prices, a range of options per block (paper 001)",
+             .description = "European option prices, a range of options per block (PLB-HeC)",
              .size_meaning = "options",
              .default_size = 4000000,
              .test_size = 20000,

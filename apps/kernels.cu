@@ -13,7 +13,7 @@ extern "C" {
 namespace {
 
 int launch_matmul(const hlb_exec_call *c) {
-  /* One cuBLAS handle per driver thread, i.e. per GPU (paper 001 used CUBLAS too). */
+  /* One cuBLAS handle per driver thread, i.e. per GPU (PLB-HeC used CUBLAS too). */
   static thread_local cublasHandle_t h = nullptr;
   if (!h && cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return HLB_EDEVICE;
   const double *params = nullptr;

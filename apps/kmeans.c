@@ -1,4 +1,4 @@
-/* k-means (Lloyd) over n points in D dimensions (paper 000, "Applications"). Each iteration
+/* k-means (Lloyd) over n points in D dimensions (PLB-HAC, "Applications"). Each iteration
  * is one balanced pass: the blocks assign their points to the nearest centroid (the costly
  * O(n k D) part, on any PU), then the host recomputes the centroids from the labels. The
  * executor carries the PUs' measured speeds from one pass to the next, so later iterations
@@ -206,7 +206,7 @@ static int km_verify(void *s) {
 const hlb__app_ops hlb__app_kmeans = {
     .info = {.name = "kmeans",
              .description = "k-means, 8 clusters in 4-D, 6 iterations of one balanced pass "
-                            "each (paper 000)",
+                            "each (PLB-HAC)",
              .size_meaning = "points",
              .default_size = 2000000,
              .test_size = 20000,

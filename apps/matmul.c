@@ -1,4 +1,4 @@
-/* Matrix multiplication C = A B of n x n doubles, split by rows of A and C (paper 001,
+/* Matrix multiplication C = A B of n x n doubles, split by rows of A and C (PLB-HeC,
  * "Applications": every PU holds the whole shared operand, the other is divided by the
  * balancer; one row is the smallest block). cpu: OpenBLAS dgemm; OpenCL: one work item per
  * element; CUDA: cuBLAS dgemm. Checked with Freivalds' test C r = A (B r) for random r,
@@ -163,7 +163,7 @@ static int matmul_verify(void *s) {
 
 const hlb__app_ops hlb__app_matmul = {
     .info = {.name = "matmul",
-             .description = "C = A B of n x n doubles, split by rows (papers 001, 000)",
+             .description = "C = A B of n x n doubles, split by rows (PLB-HeC and PLB-HAC)",
              .size_meaning = "matrix order n",
              .default_size = 1536,
              .test_size = 96,

@@ -1,5 +1,5 @@
 /* Equal-finish-time solve: hlb's Newton/bracketing solver against IPOPT (what PLB-HeC used,
- * paper 001 section III.C) on the same random problems, n = 4, 8, 64, 1024.
+ * PLB-HeC section III.C) on the same random problems, n = 4, 8, 64, 1024.
  *
  * IPOPT gets its best formulation: variables (y_1..y_n, T) with y_p = x_p / W (the paper's
  * normalisation, eq. 3; unscaled item counts make IPOPT fail), minimise T subject to

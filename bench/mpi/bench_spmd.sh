@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPMD rebalancing under a competing process (issue 5; FLEX-MPI paper 002 section 4.2).
+# SPMD rebalancing under a competing process (issue 5; FLEX-MPI section 4.2).
 #
 # Jacobi and CG on NP ranks (2 by default; at most one per core), each bound to its own core.
 # LOAD_AFTER seconds into each run a busy loop is started on the last rank's core and left

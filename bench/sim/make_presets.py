@@ -66,7 +66,7 @@ def pcie(gen, share=1, note=""):
 
 
 def plbhec_machines():
-    # 001 Table I (machine configurations); peaks from vendor data.
+    # PLB-HeC Table I (machine configurations); peaks from vendor data.
     return [
         ("A", "Table I machine A: Xeon E5-2690v2 10 cores @ 3.0 GHz + Tesla K20c", [
             mm_pu("A.cpu", "cpu", "Xeon E5-2690v2, 10 cores x 3.0 GHz x 16 SP flop/cycle (AVX)", 480),
@@ -96,7 +96,7 @@ def plbhec_machines():
 
 
 def plbhac_machines():
-    # 000 Table 1 (machine configurations); peaks from vendor data.
+    # PLB-HAC Table 1 (machine configurations); peaks from vendor data.
     cpu5930 = ("i7-5930K, 6 cores x 3.5 GHz x 32 SP flop/cycle (AVX2 FMA)", 672)
     cpu2620 = ("Xeon 'E-2620' (read as E5-2620 v2), 6 cores x 2.1 GHz x 16 SP flop/cycle", 201.6)
     phi = ("Xeon Phi 3120, 57 cores x 1.1 GHz x 32 SP flop/cycle", 2006)
@@ -144,7 +144,7 @@ def plbhec():
     for n in range(1, 5):
         names = "ABCD"[:n]
         write(f"plbhec-{n}machine{'s' if n > 1 else ''}-matmul.json", mm_cluster(
-            f"PLB-HeC (paper 001, section IV, Table I): machines {', '.join(names)}.",
+            f"PLB-HeC (section IV, Table I): machines {', '.join(names)}.",
             plbhec_machines(), n))
 
 
@@ -152,20 +152,20 @@ def plbhac():
     for n in range(1, 6):
         names = "ABCDE"[:n]
         write(f"plbhac-{n}machine{'s' if n > 1 else ''}-matmul.json", mm_cluster(
-            f"PLB-HAC (paper 000, section 5, Table 1): machines {', '.join(names)}.",
+            f"PLB-HAC (section 5, Table 1): machines {', '.join(names)}.",
             plbhac_machines(), n))
     ev = [{"at_s": 142, "pu": "A.gpu", "slowdown": 2.0,
-           "comment": "000 section 5.3: a CUDA GRN application starts on GPU A at t = 142 s; "
+           "comment": "PLB-HAC section 5.3: a CUDA GRN application starts on GPU A at t = 142 s; "
                       "ASSUMED factor 2 (two CUDA processes time-share the GPU)"}]
     write("plbhac-2machines-slowdown.json", mm_cluster(
-        "PLB-HAC adaptation experiment (paper 000, section 5.3, Fig. 6a): machines A and B "
+        "PLB-HAC adaptation experiment (PLB-HAC, section 5.3, Fig. 6a): machines A and B "
         "with one CPU and one GPU each (B's Xeon Phi left out, as in the paper). The run must "
         "outlast 142 s: with these curves 65536 rows take about 105 s, so use --items 131072 "
         "(B twice as wide; the per-row curves do not change).",
         plbhac_machines(), 2, events=ev, drop_kinds=("mic",)))
 
 
-# ---------------------------------------------------------------- Boinski & Czarnul (003)
+# ---------------------------------------------------------------- Boiński & Czarnul
 ITER = 1300  # section 4.4: each problem approximated with 1300 Jacobi iterations
 A1 = {  # Table A.1: ms per Jacobi iteration for problem sizes 512, 1024, 2048
     "apl09(0,1)": (0.1151, 0.4140, 1.5546), "apl09(1,0)": (5.0781, 20.0501, 67.6384),
@@ -252,7 +252,7 @@ def boinski(size):
         nodes.append(n)
     inb, outb = BYTES[size]
     write(f"boinski-apl09-12-jacobi{size}.json", {
-        "comment": (f"Boinski & Czarnul (paper 003, section 4.1, appendix A): servers apl09-apl12 "
+        "comment": (f"Boiński & Czarnul (section 4.1, appendix A): servers apl09-apl12 "
                     f"solving Jacobi systems of size {size}. Item = one system (a 'problem'), "
                     f"1300 iterations (section 4.4); in {inb} bytes, out {outb} bytes (section "
                     f"4.2.2). The manager is apl12. Node partition/merge times are not in the "
@@ -265,7 +265,7 @@ def boinski(size):
     })
 
 
-# ---------------------------------------------------------------- FLEX-MPI (002)
+# ---------------------------------------------------------------- FLEX-MPI
 # Relative per-process speeds, calibrated on Table 3, HTC1-4, Jacobi: T_FLX / T_par is
 # 0.642, 0.635, 0.639 for 5000, 10000, 15000 rows (mean 0.639). With an equal split T_par is
 # set by the slowest class (C, the Opteron at 800 MHz); balanced, T = rows / sum(speeds); so
@@ -316,11 +316,11 @@ def flexmpi():
             c["events"] = events
         return c
     write("flexmpi-htc1-4-jacobi.json", cluster(
-        "FLEX-MPI (paper 002, Tables 1-2) configuration HTC1-4: one node of each class A-D, "
+        "FLEX-MPI (Tables 1-2) configuration HTC1-4: one node of each class A-D, "
         "one process each; Jacobi with 5000 rows (use --items 5000).",
         [("A", 1, 1), ("B", 1, 1), ("C", 1, 1), ("D", 1, 1)], rows))
     write("flexmpi-htc5-64-jacobi.json", cluster(
-        "FLEX-MPI (paper 002, Tables 1-2) configuration HTC5-64: 4 class A nodes x 4 processes, "
+        "FLEX-MPI (Tables 1-2) configuration HTC5-64: 4 class A nodes x 4 processes, "
         "2 nodes x 8 processes of each of B, C, D; Jacobi with 5000 rows (use --items 5000).",
         [("A", 4, 4), ("B", 2, 8), ("C", 2, 8), ("D", 2, 8)], rows))
     rows = 10000
@@ -336,7 +336,7 @@ def flexmpi():
                         "processes on 4 cores; interval times ASSUMED (Fig. 3 shows them only "
                         "qualitatively)")
     write("flexmpi-nondedicated-jacobi.json", cluster(
-        "FLEX-MPI non-dedicated experiment (paper 002, section 4.2, Table 5): 1 class A node "
+        "FLEX-MPI non-dedicated experiment (FLEX-MPI, section 4.2, Table 5): 1 class A node "
         "and 1 class B node, 4 processes each; Jacobi with 10,000 rows (use --items 10000).",
         [("A", 1, 4), ("B", 1, 4)], rows, ev))
 

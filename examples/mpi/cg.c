@@ -1,5 +1,5 @@
 /* Conjugate gradient on a sparse SPD matrix in CSR, rows split over MPI ranks and rebalanced
- * by hlb's SPMD interface (FLEX-MPI's second benchmark, paper 002 section 4).
+ * by hlb's SPMD interface (FLEX-MPI's second benchmark, FLEX-MPI section 4).
  *
  *   mpirun -np 2 ./hlb_cg --mtx matrix.mtx --iters 500        (a Matrix Market file)
  *   mpirun -np 2 ./hlb_cg --rows 100 --iters 500              (a generated 100x100 grid)

@@ -1,5 +1,5 @@
 /* Jacobi iteration on a dense, diagonally dominant system, rows split over MPI ranks and
- * rebalanced by hlb's SPMD interface (FLEX-MPI's first benchmark, paper 002 section 4).
+ * rebalanced by hlb's SPMD interface (FLEX-MPI's first benchmark, FLEX-MPI section 4).
  *
  *   mpirun -np 2 ./hlb_jacobi --rows 2000 --iters 1000 [--policy flex] [--interval 100]
  *

@@ -1,4 +1,4 @@
-/* The balancer: a work pool, one performance model per PU, and a policy (DESIGN.md).
+/* The balancer: a work pool, one performance model per PU, and a policy (docs/architecture.md).
  *
  * Drivers (simulator, threaded executor, MPI layer) call three functions:
  *   hlb_balancer_next()  a PU is ready: get its next block, or wait, or stop;

@@ -1,5 +1,5 @@
 /* The threaded executor: runs a user's kernel over n items on this machine's PUs (CPU core
- * groups, OpenCL devices, CUDA GPUs), with block sizes chosen by a balancer (DESIGN.md).
+ * groups, OpenCL devices, CUDA GPUs), with block sizes chosen by a balancer (docs/architecture.md).
  *
  * Usage: describe the PUs (hlb_exec_discover() or hlb_exec_parse_pus()), create an executor
  * (opens the devices once), describe the work as a codelet (one kernel per backend plus
@@ -56,7 +56,7 @@ typedef struct hlb_exec_pu {
   char device_name[96]; /* filled by hlb_executor_create(): what the device calls itself */
 } hlb_exec_pu;
 
-/* Cores kept free to drive each GPU or OpenCL device (paper 003, sec. 4.3 "device fission":
+/* Cores kept free to drive each GPU or OpenCL device (Boiński & Czarnul, sec. 4.3 "device fission":
  * a core that also feeds a device slows both). The default of hlb_exec_discover(). */
 #define HLB_EXEC_CORES_PER_DEVICE 1u
 

@@ -1,6 +1,6 @@
 /* libhlb_mpi: hlb across MPI ranks. This header includes mpi.h; the core library never does.
  *
- * SPMD interface (FLEX-MPI, paper 002 section 3): an iterative code whose rows are split
+ * SPMD interface (FLEX-MPI, FLEX-MPI section 3): an iterative code whose rows are split
  * into one contiguous range per rank registers its row arrays, brackets each iteration's
  * computation with hlb_spmd_begin()/hlb_spmd_end(), and at the end of each sampling interval
  * the ranks measure, decide (include/hlb/repartition.h) and move rows to their new owners.
@@ -35,7 +35,7 @@ HLB_BEGIN_DECLS
 typedef struct hlb_spmd_options {
   const char *policy; /* repartition policy; NULL: $HLB_REPART_POLICY, then "hlb" */
   const char *params; /* "name=value,..." for the policy; NULL for defaults */
-  unsigned interval;  /* iterations per sampling interval (002 4: 100); 0 = 100 */
+  unsigned interval;  /* iterations per sampling interval (FLEX-MPI, section 4: 100); 0 = 100 */
   int use_papi;       /* count FLOPs with PAPI when the machine allows it (default 1) */
   size_t min_rows;    /* no rank is given fewer rows than this (default 1) */
   /* Rows per rank to start from, one entry per rank of the communicator, summing to the row
@@ -167,10 +167,10 @@ typedef struct hlb_mpi_profile_options {
 HLB_EXTERN void hlb_mpi_profile_options_default(hlb_mpi_profile_options *o);
 
 /* Collective. Measure and write a cluster file to `path` (on rank 0): one node per rank,
- * whose link is rank 0 <-> rank ping-pong (rank 0's own: a memory copy), fitted per paper 003
+ * whose link is rank 0 <-> rank ping-pong (rank 0's own: a memory copy), fitted per Boiński & Czarnul
  * eq. 4 by least squares; one PU per local PU of each rank, whose link is the backend's
  * host-to-device copy (absent for host-memory PUs) and whose `time` is the measured const +
- * linear curve of the built-in kernel (paper 003 eq. 3's per-packet time). Every rank returns
+ * linear curve of the built-in kernel (Boiński & Czarnul eq. 3's per-packet time). Every rank returns
  * the same code. */
 HLB_EXTERN int hlb_mpi_profile_links(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
                                      const hlb_mpi_profile_options *opt, const char *path);

@@ -1,4 +1,4 @@
-/* Policies: the part of the balancer that decides block sizes (DESIGN.md, "Policies").
+/* Policies: the part of the balancer that decides block sizes (docs/architecture.md, "Policies").
  *
  * A policy is a table of functions registered by name in src/policy/registry.c. The balancer
  * owns the pool and the models; it feeds each finished block to the PU's model, then calls

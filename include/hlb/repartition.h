@@ -1,5 +1,5 @@
-/* Repartition policies for iterative SPMD codes (DESIGN.md, "Policies"; FLEX-MPI, paper 002;
- * the 1-D balancer of paper 004).
+/* Repartition policies for iterative SPMD codes (docs/architecture.md, "Policies"; FLEX-MPI;
+ * the 1-D balancer of Issakhov et al.).
  *
  * An SPMD code owns contiguous row ranges, one per rank. Between two iterations a repartition
  * policy sees what every rank measured over the last sampling interval and returns new row

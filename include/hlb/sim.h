@@ -1,5 +1,5 @@
 /* The discrete-event cluster simulator: drives a balancer over a modelled cluster
- * (DESIGN.md, "drivers"; docs/simulator.md).
+ * (docs/architecture.md, "drivers"; docs/simulator.md).
  *
  * Each PU of a loaded hlb_cluster processes one block at a time: the block's input crosses
  * the node link (shared by the node's PUs, FIFO) and the PU link, the PU computes for its

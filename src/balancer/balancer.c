@@ -1,4 +1,4 @@
-/* The balancer: pool + per-PU models + policy, and the decision log (DESIGN.md). */
+/* The balancer: pool + per-PU models + policy, and the decision log (docs/architecture.md). */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -185,7 +185,7 @@ void hlb_balancer_destroy(hlb_balancer *b) {
 
 /* ---- granting ------------------------------------------------------------------------- */
 
-/* The policy's wish rounded to the closest multiple of the granularity (001 III.D: "rounded
+/* The policy's wish rounded to the closest multiple of the granularity (PLB-HeC III.D: "rounded
  * to the closest valid application data block size"), then bounded by the PU's blocks. */
 static size_t clamp_count(const hlb_balancer *b, unsigned pu, size_t want) {
   size_t g = b->granularity;
@@ -351,7 +351,7 @@ int hlb_balancer_done(hlb_balancer *b, unsigned pu, const hlb_sample *s) {
   land(b, i, &fed.block);
   if ((rc = hlb__pool_complete(&b->pool, (hlb__range){fed.block.begin, fed.block.count})))
     return rc;
-  /* The model first, so the policy's done() sees the newest sample (DESIGN.md). */
+  /* The model first, so the policy's done() sees the newest sample (docs/architecture.md). */
   int add = hlb_model_add(b->models[pu], (double)fed.block.count, fed.compute_s, fed.transfer_s);
   char why[256] = "";
   if (add == HLB_ESAMPLE) {

@@ -19,7 +19,7 @@ static void pu_init(hlb_exec_pu *p, hlb_backend kind, unsigned device, unsigned 
     snprintf(p->name, sizeof p->name, "%s:%u", hlb_backend_name(kind), device);
 }
 
-/* Cores left for the cpu PU once each device has its driving core (paper 003, sec. 4.3). */
+/* Cores left for the cpu PU once each device has its driving core (Boiński & Czarnul, sec. 4.3). */
 static unsigned cpu_share(unsigned n_devices) {
   unsigned total = hlb__cpu_cores();
   unsigned kept = n_devices * HLB_EXEC_CORES_PER_DEVICE;
@@ -27,7 +27,7 @@ static unsigned cpu_share(unsigned n_devices) {
 }
 
 /* A cpu entry without a core count shares the cores with the devices listed; a CPU-type
- * OpenCL device then gets the cores the cpu PU leaves, as a sub-device (paper 003, sec.
+ * OpenCL device then gets the cores the cpu PU leaves, as a sub-device (Boiński & Czarnul, sec.
  * 4.3 "device fission"; applied by the opencl backend, ignored by GPUs). */
 static void fix_cpu_cores(hlb_exec_pu *pus, unsigned n) {
   unsigned devices = 0, cpu_cores = 0;

@@ -9,7 +9,7 @@
  * MPI_THREAD_FUNNELED suffices.
  *
  * A remote driver keeps one request ahead: it asks for block k+1 before it computes block k,
- * so the next block's input crosses the network while the PU computes (papers 000/001: the
+ * so the next block's input crosses the network while the PU computes (PLB-HAC/PLB-HeC: the
  * executor overlaps transfers with computing). Rank 0's own PUs need no transfer and ask
  * when they are ready, as the threaded executor does. */
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* hlb_mpi_profile_links(): measure the two-level model of Boinski & Czarnul (paper 003) on
+/* hlb_mpi_profile_links(): measure the two-level model of Boiński & Czarnul on
  * the running job and write it as a cluster file (docs/cluster-format.md):
  *   - manager -> node links: ping-pong between rank 0 and every other rank (sec. 4.3, eq. 4);
  *     rank 0's own node link is a memory copy, the cost of handing itself a block;

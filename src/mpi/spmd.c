@@ -1,5 +1,5 @@
 /* The SPMD interface (include/hlb/mpi.h): FLEX-MPI's monitor / load-balance / redistribute
- * loop (paper 002, section 3) over hlb's repartition policies. */
+ * loop (FLEX-MPI, section 3) over hlb's repartition policies. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 #define HLB_SPMD_MAX_ARRAYS 32
 #define HLB_SPMD_MAX_CSR 8
-#define HLB_SPMD_DEFAULT_INTERVAL 100 /* iterations per sampling interval (002 section 4) */
+#define HLB_SPMD_DEFAULT_INTERVAL 100 /* iterations per sampling interval (FLEX-MPI, section 4) */
 #define HLB_SPMD_MAX_PARAMS 16
 
 struct hlb_spmd {

@@ -1,6 +1,6 @@
-/* Exact chains-on-chains partitioning with heterogeneous rank speeds (paper 004 section 1
+/* Exact chains-on-chains partitioning with heterogeneous rank speeds (Issakhov et al. section 1
  * reduces the domain decomposition to this problem; the solver follows the probe-based exact
- * bisection of Pinar & Aykanat, 004's reference [8], extended to speeds as in [11]).
+ * bisection of Pinar & Aykanat, Issakhov et al.'s reference [8], extended to speeds as in [11]).
  *
  * The cost of part p = [b, e) is c(p, b, e) = (prefix[e] - prefix[b]) / speed[p], evaluated
  * in floating point exactly this way everywhere, so the optimum is exact for that cost.

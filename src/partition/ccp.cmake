@@ -1,5 +1,5 @@
 # 1-D chains-on-chains partitioning, diffusive refinement, weight estimation and imbalance
-# metrics (paper 004). Public header: include/hlb/ccp.h.
+# metrics (Issakhov et al.). Public header: include/hlb/ccp.h.
 add_library(hlb_partition_ccp OBJECT
   ${CMAKE_CURRENT_LIST_DIR}/ccp.c
   ${CMAKE_CURRENT_LIST_DIR}/ccp_loads.c

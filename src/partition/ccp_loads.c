@@ -1,4 +1,4 @@
-/* Measured loads of paper 004 section 1: r_i as the truncated mean of recent per-step compute
+/* Measured loads of Issakhov et al. section 1: r_i as the truncated mean of recent per-step compute
  * times (filters out disturbances from outside the program), and l_i = r_i / r_bar (eq. 1-2).
  */
 #include <math.h>
@@ -53,8 +53,8 @@ int hlb_ccp_loads(const double *r, unsigned n, double *l_out) {
     sum += r[i];
   if (!(sum > 0) || !isfinite(sum))
     return hlb__error(HLB_EINVAL, "loads: times must not all be 0 (sum %g)", sum);
-  double mean = sum / n; /* 004 eq. 1 */
+  double mean = sum / n; /* Issakhov et al. eq. 1 */
   for (unsigned i = 0; i < n; i++)
-    l_out[i] = r[i] / mean; /* 004 eq. 2 */
+    l_out[i] = r[i] / mean; /* Issakhov et al. eq. 2 */
   return 0;
 }

@@ -1,4 +1,4 @@
-/* Diffusive refinement of 1-D split offsets (paper 004 section 1, eq. 5-7, and the power
+/* Diffusive refinement of 1-D split offsets (Issakhov et al. section 1, eq. 5-7, and the power
  * weights at the end of that section).
  *
  * Each inner offset o_j is moved on its own, from the measured loads and the per-cell
@@ -98,18 +98,18 @@ static domain make_domain(const double *w, const size_t *offsets, const double *
   if (o->power == HLB_POWER_GIVEN)
     d.p = o->power_given[i];
   else if (o->power == HLB_POWER_MEASURED && d.W > 0)
-    d.p = d.l * W_bar / d.W; /* 004: p_i = l_i * W_bar / W_i */
+    d.p = d.l * W_bar / d.W; /* Issakhov et al.: p_i = l_i * W_bar / W_i */
   return d;
 }
 
-/* Load share w~ = l_i * w_k / W_i of cell k in its domain (004 eq. 6); a domain whose weights
+/* Load share w~ = l_i * w_k / W_i of cell k in its domain (Issakhov et al., eq. 6); a domain whose weights
  * are all zero spreads its load evenly over its cells. */
 static double cell_share(const domain *src, const double *w, size_t k) {
   if (src->W > 0) return src->l * w[k] / src->W;
   return src->l / (double)(src->end - src->begin);
 }
 
-/* p_dest / p_src for a cell moving from src to dest (004: factor 1.5 for 0.8 -> 1.2); 1 when
+/* p_dest / p_src for a cell moving from src to dest (Issakhov et al.: factor 1.5 for 0.8 -> 1.2); 1 when
  * either power weight is undefined or power weights are off. */
 static double power_factor(const domain *src, const domain *dest) {
   if (src->p > 0 && dest->p > 0) return dest->p / src->p;
@@ -117,7 +117,7 @@ static double power_factor(const domain *src, const domain *dest) {
 }
 
 /* The factor a crossing cell's load w~ is multiplied with at offset j of N, moving in
- * direction dir. 004 uses r = p_dest / p_src. With power_mix: after the move the left side
+ * direction dir. Issakhov et al. uses r = p_dest / p_src. With power_mix: after the move the left side
  * carries L - w~ (or L + r w~) and the total changes by (r - 1) w~, so once the loads are
  * normalised again s_j changes, to first order near balance (L ~ j), by
  * w~ ((N-j) + j r) / N moving right and w~ ((N-j) r + j) / N moving left. */
@@ -129,7 +129,7 @@ static double step_factor(const domain *src, const domain *dest, int dir, unsign
   return dir < 0 ? right + left * r : right * r + left;
 }
 
-/* Move one offset (004 eq. 7). Cells are taken from src, the heavy side, beginning next to the
+/* Move one offset (Issakhov et al., eq. 7). Cells are taken from src, the heavy side, beginning next to the
  * offset: o - k for dir = -1 (lower bound `limit`), o + k - 1 for dir = +1 (up to `limit`).
  * Returns the number of cells crossed; *s ends as the last accepted s_j^k. */
 static size_t shift_offset(const double *w, size_t o, int dir, size_t limit, const domain *src,
@@ -172,7 +172,7 @@ int hlb_diffusive_step(const double *w, size_t m, const double *load, unsigned N
   for (unsigned j = 1; j < N; j++) {
     domain right = make_domain(w, offsets, load, mean, j, W_bar, opt);
     lsum += left.l;
-    double s = lsum - (double)j; /* 004 eq. 5 (printed "- 1"; only "- j" gives s_N = 0) */
+    double s = lsum - (double)j; /* Issakhov et al. eq. 5 (printed "- 1"; only "- j" gives s_N = 0) */
     size_t o = offsets[j], moved = 0;
     if (s > 0) {
       /* Left side heavy: cross cells of the old domain j-1 still on the left. */

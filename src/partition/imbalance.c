@@ -1,4 +1,4 @@
-/* Imbalance metrics of paper 004 section 1 (after Böhme, 004's reference [15]). */
+/* Imbalance metrics of Issakhov et al. section 1 (after Böhme, Issakhov et al.'s reference [15]). */
 #include <math.h>
 
 #include "common/error_internal.h"

@@ -1,4 +1,4 @@
-/* Per-type computational weights from measured loads (paper 004 section 1, eq. 3-4): the
+/* Per-type computational weights from measured loads (Issakhov et al. section 1, eq. 3-4): the
  * least-squares solution of A c ~= l with LAPACK DGELSD (minimum norm, SVD-based, so types
  * that cannot be told apart share their weight instead of blowing up). A negative weight is
  * not a cost, so unless the caller allows it the solution is projected properly: the

@@ -1,14 +1,14 @@
-/* acosta: Acosta, Blanco and Almeida's relative-power balancer, as 001 II describes it.
+/* acosta: Acosta, Blanco and Almeida's relative-power balancer, as PLB-HeC II describes it.
  *
  * Work goes in iterations. Every PU records the time it spent on its last block; when the
  * difference between those times is larger than a user threshold, each PU's relative power
  * RP_p = load_p / time_p is computed, SRP = sum of RP, and the next load of p is
  * RP_p / SRP of the iteration's total. Iterations are synchronised ("synchronizations are
  * made at each iteration to determine if there is need to rebalance") until the loads reach
- * an equilibrium, which is approached asymptotically (001 V.B.c); once balanced the PUs run
+ * an equilibrium, which is approached asymptotically (PLB-HeC, section V.B.c); once balanced the PUs run
  * asynchronously with their loads, and an imbalance seen again restarts the synchronised
  * iterations. The first iteration gives every PU the initial block size used for all
- * algorithms (001 V.A), so an iteration's total is P * x_init.
+ * algorithms (PLB-HeC, section V.A), so an iteration's total is P * x_init.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -21,9 +21,9 @@ enum { P_THRESHOLD, P_FRACTION, P_COUNT };
 static const hlb_param_def acosta_params[P_COUNT] = {
     [P_THRESHOLD] = {"threshold", 0.10, 0, 10,
                      "rebalance when (max - min) / max of the last block times exceeds this; "
-                     "001 II says 'defined by user', 0.10 as for PLB-HeC in 001 V.A"},
+                     "PLB-HeC II says 'defined by user', 0.10 as for PLB-HeC in PLB-HeC V.A"},
     [P_FRACTION] = {"initial_fraction", HLB__INITIAL_FRACTION, 1e-9, 1,
-                    "first iteration's load x_init = fraction * n / (15 P) per PU (001 V.A)"},
+                    "first iteration's load x_init = fraction * n / (15 P) per PU (PLB-HeC, section V.A)"},
 };
 
 typedef struct acosta_state {
@@ -148,7 +148,7 @@ const hlb_policy_ops hlb__policy_acosta = {
     .struct_size = sizeof(hlb_policy_ops),
     .name = "acosta",
     .description = "Acosta et al.: relative power of the last blocks, synchronised "
-                   "iterations until balanced (001 II)",
+                   "iterations until balanced (PLB-HeC, section II)",
     .params = acosta_params,
     .n_params = P_COUNT,
     .init = acosta_init,

@@ -12,11 +12,11 @@
 
 /* Fraction of the data the initial (profiling) phase should cover: "so that the initial
  * phase of the algorithm would take about 10% of the application execution time, and used
- * the same initial block size for all algorithms" (001 V.A). */
+ * the same initial block size for all algorithms" (PLB-HeC, section V.A). */
 #define HLB__INITIAL_FRACTION 0.10
 
-/* The initial block size x_init shared by every baseline (001 V.A). PLB-HeC's initial phase
- * sends each PU blocks of 1, 2, 4 and 8 times x_init (001 III.B), 15 x_init in all, so it
+/* The initial block size x_init shared by every baseline (PLB-HeC, section V.A). PLB-HeC's initial phase
+ * sends each PU blocks of 1, 2, 4 and 8 times x_init (PLB-HeC, section III.B), 15 x_init in all, so it
  * covers `fraction` of the n items when x_init = fraction * n / (15 * P). At least one
  * granule. */
 size_t hlb__initial_block(const hlb_policy_ctx *ctx, double fraction);

@@ -1,6 +1,6 @@
-/* greedy: StarPU's default dispatch, the papers' reference (001 I and IV: "dividing the input
+/* greedy: StarPU's default dispatch, the papers' reference (PLB-HeC I and IV: "dividing the input
  * set in pieces and assigning each piece of input to any idle processing unit, without any
- * priority assignment"; 000 4). Every request gets the same chunk. 001 V.A used the same
+ * priority assignment"; PLB-HAC 4). Every request gets the same chunk. PLB-HeC V.A used the same
  * initial block size for every algorithm, so the default chunk is that block size. */
 #include <stdlib.h>
 
@@ -12,10 +12,10 @@ enum { P_CHUNK, P_FRACTION, P_COUNT };
 static const hlb_param_def greedy_params[P_COUNT] = {
     [P_CHUNK] = {"chunk", 0, 0, 1e15,
                  "items per block; 0 = the initial block size x_init shared by all algorithms "
-                 "(001 V.A)"},
+                 "(PLB-HeC, section V.A)"},
     [P_FRACTION] = {"initial_fraction", HLB__INITIAL_FRACTION, 1e-9, 1,
                     "with chunk=0: fraction of the data the initial phase covers, x_init = "
-                    "fraction * n / (15 P) (001 V.A: about 10 %)"},
+                    "fraction * n / (15 P) (PLB-HeC, section V.A: about 10 %)"},
 };
 
 typedef struct greedy_state {
@@ -49,7 +49,7 @@ const hlb_policy_ops hlb__policy_greedy = {
     .abi_version = HLB_POLICY_ABI_VERSION,
     .struct_size = sizeof(hlb_policy_ops),
     .name = "greedy",
-    .description = "fixed chunks to the first idle PU (StarPU's default; 001 IV)",
+    .description = "fixed chunks to the first idle PU (StarPU's default; PLB-HeC IV)",
     .params = greedy_params,
     .n_params = P_COUNT,
     .init = greedy_init,

@@ -1,16 +1,16 @@
-/* hdss: Belviranli, Bhuyan and Gupta's Heterogeneous Dynamic Self-Scheduler, as 001 II/IV
- * and 000 2/4 describe it.
+/* hdss: Belviranli, Bhuyan and Gupta's Heterogeneous Dynamic Self-Scheduler, as PLB-HeC II/IV
+ * and PLB-HAC 2/4 describe it.
  *
- * Adaptive phase: synchronised rounds ("synchronizations in the adaptive phase", 000 2) in
+ * Adaptive phase: synchronised rounds ("synchronizations in the adaptive phase", PLB-HAC 2) in
  * which every PU gets the same block size, growing from the initial block size shared by all
- * algorithms (001 V.A) by doubling, so each PU's throughput (items per second) is measured
+ * algorithms (PLB-HeC, section V.A) by doubling, so each PU's throughput (items per second) is measured
  * at several sizes. A logarithmic fit throughput(x) = a + b ln x per PU, by least squares
- * (001 IV: "minimum square estimation to estimate the weights"), gives its weight, evaluated
+ * (PLB-HeC, section IV: "minimum square estimation to estimate the weights"), gives its weight, evaluated
  * at the completion phase's first block size, where throughput "stabilizes with larger
- * tasks" (001 II). The weights are then fixed (001 II: "once determined, these weights are
+ * tasks" (PLB-HeC, section II). The weights are then fixed (PLB-HeC II: "once determined, these weights are
  * not changed").
  *
- * Completion phase: weighted factoring after Hummel et al. (001 [20]): a request from PU p
+ * Completion phase: weighted factoring after Hummel et al. (PLB-HeC, [20]): a request from PU p
  * gets remaining * w_p / (factor * W), W the weight of the live PUs, so blocks start large
  * and decrease as the run progresses, ending with small blocks that fill idle PUs.
  */
@@ -25,13 +25,13 @@ enum { P_ROUNDS, P_FACTOR, P_MIN, P_FRACTION, P_COUNT };
 static const hlb_param_def hdss_params[P_COUNT] = {
     [P_ROUNDS] = {"rounds", 4, 1, 30,
                   "adaptive-phase rounds, block sizes x_init * 2^r; 4 as PLB-HeC's 1, 2, 4, 8 "
-                  "initial phase, the same budget for all algorithms (001 V.A)"},
+                  "initial phase, the same budget for all algorithms (PLB-HeC, section V.A)"},
     [P_FACTOR] = {"factor", 2, 1, 100,
                   "completion phase: each block is remaining * w_p / (factor * W); 2 = "
-                  "Hummel's factoring, half the remaining work per batch (001 [20])"},
+                  "Hummel's factoring, half the remaining work per batch (PLB-HeC, [20])"},
     [P_MIN] = {"min_chunk", 1, 1, 1e15, "smallest completion-phase block, items"},
     [P_FRACTION] = {"initial_fraction", HLB__INITIAL_FRACTION, 1e-9, 1,
-                    "initial block size x_init = fraction * n / (15 P) (001 V.A)"},
+                    "initial block size x_init = fraction * n / (15 P) (PLB-HeC, section V.A)"},
 };
 
 typedef struct hdss_state {
@@ -173,7 +173,7 @@ const hlb_policy_ops hlb__policy_hdss = {
     .struct_size = sizeof(hlb_policy_ops),
     .name = "hdss",
     .description = "HDSS (Belviranli et al.): adaptive phase with log fits of throughput, "
-                   "then weighted decreasing blocks (001 II)",
+                   "then weighted decreasing blocks (PLB-HeC, section II)",
     .params = hdss_params,
     .n_params = P_COUNT,
     .init = hdss_init,

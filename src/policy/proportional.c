@@ -1,5 +1,5 @@
 /* proportional: one block per PU, sized by the PU's speed_hint (the weight-factor division
- * of 001 II, "divide the tasks according to a weight factor representing the processing
+ * of PLB-HeC II, "divide the tasks according to a weight factor representing the processing
  * speed"; unknown speeds count as 1). Items that come back go to the PUs that ask, split by
  * the same weights (policy/common.h). */
 #include <stdlib.h>

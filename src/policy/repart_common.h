@@ -6,7 +6,7 @@
 
 #include "hlb/repartition.h"
 
-/* FLEX-MPI's dedicated test threshold TH1 (002 section 3.2): a rank losing 5 % or more of its
+/* FLEX-MPI's dedicated test threshold TH1 (FLEX-MPI, section 3.2): a rank losing 5 % or more of its
  * wall time to other processes shares its core. */
 #define HLB_REPART_TH1 0.05
 

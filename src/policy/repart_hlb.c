@@ -1,9 +1,9 @@
 /* `hlb`: hlb's own repartition policy for SPMD codes.
  *
- * FLEX-MPI (002) rebalances whenever compute times differ by TH2 and the load pattern allows;
+ * FLEX-MPI rebalances whenever compute times differ by TH2 and the load pattern allows;
  * measured on this machine kind its split flip-flopped through 31 redistributions of ~0.28 s
  * each and saved only 2 % (issue 5). This policy keeps FLEX-MPI's dedicated test (real - CPU
- * time > TH1 of the real time: another process shares the rank's core, 002 3.2) and measures
+ * time > TH1 of the real time: another process shares the rank's core, FLEX-MPI 3.2) and measures
  * speed as work per busy second, where a rank is busy for the interval's wall time (the
  * slowest rank's; the code runs in step) minus its own time in MPI. It decides in two ways:
  *
@@ -59,7 +59,7 @@ enum {
 static const hlb_param_def hlb_params[P_COUNT] = {
     {"threshold", 0.10, 0.0, 1.0,
      "smallest predicted relative gain worth a redistribution while every rank is dedicated, "
-     "and after a change of load (PLB-HeC's 10 %, 001 III.D)"},
+     "and after a change of load (PLB-HeC's 10 %, PLB-HeC III.D)"},
     {"persist", 2, 1, 64,
      "intervals a change of a rank's dedicated/shared state must last before it is acted on"},
     {"horizon", 10, 1, 1e6, "intervals over which a redistribution must pay for itself"},

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FLEX-MPI's burst vs long-term classification (002 section 3.2) on injected load, 2 ranks:
+# FLEX-MPI's burst vs long-term classification (FLEX-MPI, section 3.2) on injected load, 2 ranks:
 # rank 1 spends twice its compute time asleep (real time without CPU time, which is what a
 # competing process does to it). With k = 3 and 50-iteration sampling intervals, a burst of one
 # interval is tolerated (no redistribution); load that lasts is acted on after k intervals, and

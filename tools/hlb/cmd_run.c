@@ -1,6 +1,6 @@
 /* hlb run APP: run an application on this machine's PUs with a balancing policy, check the
  * result against a reference, and report per-PU work, busy/idle time, fitted models, the
- * makespan and the imbalance (paper 004: I% = (t_max - t_avg) / t_max * N / (N - 1), over
+ * makespan and the imbalance (Issakhov et al.: I% = (t_max - t_avg) / t_max * N / (N - 1), over
  * each PU's busy time). */
 #include <math.h>
 #include <stdio.h>

@@ -26,7 +26,7 @@ static void usage(FILE *to) {
   fprintf(to, "usage: hlb COMMAND [ARGS]\n\ncommands:\n");
   for (const command *c = commands; c->name; c++)
     fprintf(to, "  %-14s %s\n", c->name, c->help);
-  fprintf(to, "\n'hlb COMMAND --help' describes one command. Documentation: docs/cli.md\n");
+  fprintf(to, "\n'hlb COMMAND --help' describes one command; every option: docs/options.md\n");
 }
 
 int main(int argc, char **argv) {

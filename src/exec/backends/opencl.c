@@ -52,7 +52,7 @@ typedef struct cl_dev {
  * block's size would put a compilation into the timed blocks. */
 #define HLB_OPENCL_LOCAL 64
 
-/* Paper 003, sec. 4.3 ("device fission"): a CPU-type OpenCL device (PoCL) runs on the same
+/* Boiński & Czarnul, sec. 4.3 ("device fission"): a CPU-type OpenCL device (PoCL) runs on the same
  * cores as the cpu PU. With pu->cores > 0 it is narrowed to a sub-device of that many
  * compute units, so the two PUs do not fight over cores; pu->cores ends as the compute
  * units used (0 for a non-CPU device). If the platform cannot partition, the whole device

@@ -116,7 +116,7 @@ static void greedy_fixed_chunks(void **state) {
     }
   assert_int_equal(total, 1000);
   assert_true(s.n_grants[1] > 2 * s.n_grants[0]); /* the 3x faster PU took more chunks */
-  /* chunk=0: the shared initial block, 0.10 * n / (15 P) (001 V.A). */
+  /* chunk=0: the shared initial block, 0.10 * n / (15 P) (PLB-HeC, section V.A). */
   sim_start(&s, "greedy", NULL, 30000, 2, speed, NULL);
   sim_run(&s);
   assert_int_equal(s.grants[0][0], 100);

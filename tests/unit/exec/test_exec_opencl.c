@@ -93,7 +93,7 @@ static void test_opencl_with_cpu(void **st) {
 }
 
 /* Beside a cpu PU, a CPU-type device (PoCL) is narrowed to the cores the cpu PU leaves
- * (paper 003, device fission). */
+ * (Boiński & Czarnul, device fission). */
 static void test_fission(void **st) {
   (void)st;
   hlb_exec_pu pus[2];

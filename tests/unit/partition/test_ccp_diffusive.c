@@ -1,4 +1,4 @@
-/* Diffusive refinement of the offsets (paper 004 eq. 5-7): the paper's worked example, the
+/* Diffusive refinement of the offsets (Issakhov et al. eq. 5-7): the paper's worked example, the
  * power-weight factor 1.5 of its heterogeneous extension, convergence of repeated steps to the
  * CCP optimum on a synthetic machine, and validity of the offsets on random input. */
 #include <math.h>
@@ -20,7 +20,7 @@
     if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);             \
   } while (0)
 
-/* 004 section 1, the example after eq. 7: four domains, s_2 = l_0 + l_1 - 2 = 0.45 with
+/* Issakhov et al. section 1, the example after eq. 7: four domains, s_2 = l_0 + l_1 - 2 = 0.45 with
  * l_1 = 1.2; crossing the last cells of domain 1, whose shares of its load are 0.1 and 0.15,
  * with f_penalty = 1.25 gives s_2: 0.45 -> 0.3 -> 0.075, and the next cell (share 0.4) would
  * overshoot to -0.525, so o_2 moves two cells left. */
@@ -60,7 +60,7 @@ static void paper_worked_example(void **state) {
   assert_memory_equal(out2, want, sizeof want);
 }
 
-/* 004, end of section 1: power weights p_{i-1} = 0.8, p_i = 1.2 weight the load moved from
+/* Issakhov et al., end of section 1: power weights p_{i-1} = 0.8, p_i = 1.2 weight the load moved from
  * i-1 to i by p_i / p_{i-1} = 1.5, and the load moved back by 1 / 1.5. */
 static void paper_power_factor(void **state) {
   (void)state;

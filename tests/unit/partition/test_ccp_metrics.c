@@ -1,4 +1,4 @@
-/* Imbalance metrics I%, I_t, I_T and the measured-load helpers (paper 004 section 1, eq. 1-2,
+/* Imbalance metrics I%, I_t, I_T and the measured-load helpers (Issakhov et al. section 1, eq. 1-2,
  * the 25 % truncated mean). */
 #include <math.h>
 #include <setjmp.h>
@@ -24,7 +24,7 @@ static void imbalance_values(void **state) {
   double even[4] = {3, 3, 3, 3};
   assert_int_equal(hlb_imbalance_compute(even, 4, &im), 0);
   assert_true(im.percent == 0.0 && im.time == 0.0 && im.total == 0.0);
-  /* One process did all the work: 100 % (004: "I% = 100 % ... only one process"). */
+  /* One process did all the work: 100 % (Issakhov et al.: "I% = 100 % ... only one process"). */
   double one[4] = {4, 0, 0, 0};
   assert_int_equal(hlb_imbalance_compute(one, 4, &im), 0);
   assert_close(im.percent, 100.0, 1e-12);

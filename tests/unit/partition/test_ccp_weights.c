@@ -1,4 +1,4 @@
-/* Per-type weights by least squares (paper 004 eq. 3-4): the paper's example to its printed
+/* Per-type weights by least squares (Issakhov et al. eq. 3-4): the paper's example to its printed
  * digits, minimum-norm behaviour on rank-deficient A, the non-negative solution against a
  * brute-force enumeration of active sets, and the helpers that build A and cell weights. */
 #include <math.h>
@@ -31,7 +31,7 @@ static double residual2(const double *A, unsigned nd, unsigned nt, const double 
   return r2;
 }
 
-/* 004 eq. 4: c = [0.0420, 0.1097], c_1 / c_0 = 2.61, from the loads as printed. */
+/* Issakhov et al. eq. 4: c = [0.0420, 0.1097], c_1 / c_0 = 2.61, from the loads as printed. */
 static void paper_example(void **state) {
   (void)state;
   double A[8] = {10, 7, 13, 4, 12, 2, 5, 8};

@@ -1,5 +1,5 @@
 /* Repartition policies (include/hlb/repartition.h) on hand-made interval measurements:
- * FLEX-MPI's dedicated test, burst vs long-term classification and TH2 threshold (002 3.2),
+ * FLEX-MPI's dedicated test, burst vs long-term classification and TH2 threshold (FLEX-MPI, section 3.2),
  * hlb's persistence filter and cost awareness, and the exact proportional split. */
 #include <math.h>
 #include <setjmp.h>
