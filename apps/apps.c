@@ -44,9 +44,10 @@ int hlb_app_create(const char *name, size_t size, uint64_t seed, hlb_app **out) 
                       "app '%s': unknown (apps: matmul, blackscholes, kmeans, mandelbrot, spmv)",
                       name ? name : "(null)");
   if (size == 0) size = o->info.default_size;
-  if (size < 2 || size > o->info.max_size)
-    return hlb__error(HLB_EINVAL, "app '%s': size (%s) must be in [2, %zu], got %zu", name,
-                      o->info.size_meaning, o->info.max_size, size);
+  size_t min_size = o->info.min_size ? o->info.min_size : 2;
+  if (size < min_size || size > o->info.max_size)
+    return hlb__error(HLB_EINVAL, "app '%s': size (%s) must be in [%zu, %zu], got %zu", name,
+                      o->info.size_meaning, min_size, o->info.max_size, size);
   hlb_app *a = calloc(1, sizeof *a);
   if (!a) return hlb__error(HLB_ENOMEM, "app '%s': out of memory", name);
   a->ops = o;

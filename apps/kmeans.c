@@ -210,7 +210,9 @@ const hlb__app_ops hlb__app_kmeans = {
              .size_meaning = "points",
              .default_size = 2000000,
              .test_size = 20000,
-             .max_size = 200000000},
+             .max_size = 200000000,
+             /* The starting centroids are the first KM_K points: fewer points cannot start. */
+             .min_size = KM_K},
     .create = km_create,
     .destroy = km_destroy,
     .items = km_items,
