@@ -15,5 +15,6 @@
 #include "hlb/repartition.h"
 #include "hlb/sim.h"
 #include "hlb/exec.h"
+#include "hlb/options.h"
 
 #endif

@@ -9,6 +9,7 @@
 #include "balancer/balancer_internal.h"
 #include "common/clock.h"
 #include "common/error_internal.h"
+#include "common/options_internal.h"
 #include "policy/params.h"
 
 /* ---- creation ------------------------------------------------------------------------- */
@@ -106,7 +107,7 @@ static int setup_policy(hlb_balancer *b, const hlb_balancer_config *c) {
   b->param = calloc(b->ops->n_params ? b->ops->n_params : 1, sizeof *b->param);
   if (!b->param) return hlb__error(HLB_ENOMEM, "balancer: cannot allocate policy parameters");
   /* Parameters follow the same order as the name: the API, then the environment. */
-  const char *text = c->params ? c->params : getenv("HLB_POLICY_PARAMS");
+  const char *text = c->params ? c->params : hlb__option_env("params");
   rc = hlb__params_parse(b->ops->name, b->ops->params, b->ops->n_params, text, b->param);
   if (rc && !c->params) return hlb__error_prefix(rc, "$HLB_POLICY_PARAMS: ");
   return rc;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "common/error_internal.h"
+#include "common/options_internal.h"
+#include "policy/lookup.h"
 #include "mpi/monitor.h"
 #include "mpi/redistribute.h"
 #include "policy/repart_common.h"
@@ -39,8 +41,8 @@ struct hlb_spmd {
 
 void hlb_spmd_options_default(hlb_spmd_options *o) {
   memset(o, 0, sizeof *o);
-  o->policy = getenv("HLB_REPART_POLICY");
-  if (!o->policy || !*o->policy) o->policy = HLB_REPART_DEFAULT;
+  o->policy = hlb__option_env("repart-policy");
+  if (!o->policy) o->policy = HLB_REPART_DEFAULT;
   o->interval = HLB_SPMD_DEFAULT_INTERVAL;
   o->use_papi = 1;
   o->min_rows = 1;
@@ -113,16 +115,10 @@ static int start_split(hlb_spmd *s, int local_rc) {
 }
 
 static int resolve_policy(hlb_spmd *s) {
-  s->policy = hlb_repart_find(s->opt.policy);
-  if (!s->policy) {
-    char names[256] = "";
-    size_t used = 0;
-    for (unsigned i = 0; i < hlb_repart_count() && used < sizeof names; i++)
-      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                               hlb_repart_at(i)->name);
-    return hlb__error(HLB_ENOTFOUND, "spmd: unknown repartition policy '%s' (known: %s)",
-                      s->opt.policy, names);
-  }
+  unsigned i = 0;
+  int rc = hlb__registry_lookup(&hlb__repart_policies, s->opt.policy, &i);
+  if (rc) return hlb__error_prefix(rc, "spmd: ");
+  s->policy = hlb_repart_at(i);
   if (s->policy->n_params > HLB_SPMD_MAX_PARAMS)
     return hlb__error(HLB_EINVAL, "spmd: policy '%s' has too many parameters", s->policy->name);
   return hlb_repart_params(s->policy, s->opt.params, s->param);
@@ -162,8 +158,7 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
     hlb_spmd_destroy(s);
     return rc;
   }
-  const char *log = getenv("HLB_SPMD_LOG");
-  s->log = log && *log && strcmp(log, "0") != 0;
+  s->log = hlb__option_env_bool("spmd-log");
   hlb__monitor_init(&s->monitor, s->opt.use_papi);
   s->stats.papi = hlb__monitor_has_papi(&s->monitor);
   *out = s;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "hlb/policy.h"
+#include "policy/lookup.h"
 
 #define HLB_POLICY_ENTRY(sym) extern const hlb_policy_ops sym;
 #include "policy/policies.def"
@@ -28,3 +29,12 @@ const hlb_policy_ops *hlb_policy_find(const char *name) {
     if (!strcmp(registry[i]->name, name)) return registry[i];
   return NULL;
 }
+
+static void entry(unsigned i, const char **name, const char **description, uint32_t *abi) {
+  *name = registry[i]->name;
+  *description = registry[i]->description;
+  *abi = registry[i]->abi_version;
+}
+
+const hlb__registry hlb__block_policies = {"policy", "policies", "policy", HLB_POLICY_DEFAULT,
+                                           hlb_policy_count, entry};

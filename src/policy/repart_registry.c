@@ -5,6 +5,7 @@
 
 #include "common/error_internal.h"
 #include "hlb/repartition.h"
+#include "policy/lookup.h"
 #include "policy/params.h"
 
 #define HLB_REPART_ENTRY(sym) extern const hlb_repart_ops sym;
@@ -30,6 +31,16 @@ const hlb_repart_ops *hlb_repart_find(const char *name) {
     if (!strcmp(registry[i]->name, name)) return registry[i];
   return NULL;
 }
+
+static void entry(unsigned i, const char **name, const char **description, uint32_t *abi) {
+  *name = registry[i]->name;
+  *description = registry[i]->description;
+  *abi = registry[i]->abi_version;
+}
+
+const hlb__registry hlb__repart_policies = {"repartition policy", "repartition policies",
+                                            "repart-policy",
+                                            HLB_REPART_DEFAULT, hlb_repart_count, entry};
 
 int hlb_repart_params(const hlb_repart_ops *ops, const char *text, double *values) {
   return hlb__params_parse(ops->name, ops->params, ops->n_params, text, values);
