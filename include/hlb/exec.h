@@ -131,6 +131,16 @@ typedef struct hlb_codelet {
  * each time). Three: one transient error is retried, a dead device is not retried forever. */
 #define HLB_EXEC_MAX_FAILURES 3u
 
+/* Where a run stands, for a progress display (hlb_exec_options.progress). */
+typedef struct hlb_exec_progress {
+  size_t items_done, n_items; /* items of finished blocks, of the run */
+  size_t blocks;              /* finished blocks */
+  double elapsed_s;           /* since the run started */
+  double remaining_s;         /* items left over the PUs' summed rate at their last block size,
+                                 from their fitted models (measured rates before a fit); NAN
+                                 while nothing is known */
+} hlb_exec_progress;
+
 typedef struct hlb_exec_options {
   const char *policy;    /* NULL: $HLB_POLICY, then the default */
   const char *params;    /* policy parameters "name=value,..."; NULL for defaults */
@@ -144,6 +154,10 @@ typedef struct hlb_exec_options {
   int inject_pu;
   unsigned inject_from;
   unsigned inject_count;
+  /* Optional: called after every finished block, from that PU's driver thread with the run's
+   * lock held (calls never overlap); keep it short and do not call the executor from it. */
+  void (*progress)(void *user, const hlb_exec_progress *p);
+  void *progress_user;
 } hlb_exec_options;
 
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
@@ -160,6 +174,7 @@ typedef struct hlb_exec_pu_stats {
   int fitted;           /* 1 when the balancer's model of this PU was fitted */
   hlb_curve model;      /* the fitted F + G when fitted */
   unsigned model_terms; /* mask of hlb_term of the fit */
+  double model_r2;      /* R² of the fit (when fitted) */
 } hlb_exec_pu_stats;
 
 typedef struct hlb_exec_stats {

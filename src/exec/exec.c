@@ -28,6 +28,10 @@ typedef struct run_ctx {
   const void *shared[HLB_EXEC_MAX_PUS][HLB_EXEC_MAX_SHARED];
   int prepared[HLB_EXEC_MAX_PUS];
   hlb_exec_pu_stats st[HLB_EXEC_MAX_PUS]; /* each written by its driver only */
+  /* For the progress display: each PU's last block size and balancer index; guarded by mu. */
+  size_t last_block[HLB_EXEC_MAX_PUS];
+  int bpu_of[HLB_EXEC_MAX_PUS];
+  size_t n_items;
 } run_ctx;
 
 /* Buffers a driver reuses from block to block, grown as blocks grow. */
@@ -224,6 +228,34 @@ void hlb__pu_stats_add_block(hlb_exec_pu_stats *st, const hlb_sample *s, double 
   st->finish_s = s->end_s;
 }
 
+/* Items per second of every PU alive at its last block size: the fitted model where there is
+ * one, else what it measured; 0 while nothing is known. */
+static double summed_rate_locked(const run_ctx *r, unsigned n_pus) {
+  double rate = 0;
+  for (unsigned p = 0; p < n_pus; p++) {
+    const hlb_exec_pu_stats *st = &r->st[p];
+    if (st->retired || st->blocks == 0) continue;
+    double x = (double)r->last_block[p];
+    const hlb_model *m = hlb_balancer_model(r->b, (unsigned)r->bpu_of[p]);
+    double t = m && hlb_model_fitted(m) ? hlb_model_predict(m, x) : NAN;
+    if (!(t > 0) && st->busy_s > 0) t = st->busy_s * x / (double)st->items;
+    if (t > 0) rate += x / t;
+  }
+  return rate;
+}
+
+static void report_progress_locked(run_ctx *r) {
+  if (!r->opt.progress) return;
+  hlb_exec_progress p = {.n_items = r->n_items, .elapsed_s = rel_now(r)};
+  for (unsigned i = 0; i < r->ex->n; i++) {
+    p.items_done += r->st[i].items;
+    p.blocks += r->st[i].blocks;
+  }
+  double rate = summed_rate_locked(r, r->ex->n);
+  p.remaining_s = rate > 0 ? (double)(p.n_items - p.items_done) / rate : NAN;
+  r->opt.progress(r->opt.progress_user, &p);
+}
+
 static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   run_ctx *r = d->r;
   hlb_exec_pu_stats *st = &r->st[d->pu];
@@ -233,7 +265,10 @@ static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   hlb_balancer_done(r->b, d->bpu, s);
   d->fail_streak = 0;
   hlb__pu_stats_add_block(st, s, throttle_s);
+  r->last_block[d->pu] = s->block.count;
+  r->bpu_of[d->pu] = (int)d->bpu;
   if (end > r->last_end) r->last_end = end;
+  report_progress_locked(r);
 }
 
 /* Ask for the next block; 1 = got one, 0 = stop. Called and returns with mu held. */
@@ -379,6 +414,7 @@ static void fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_i
     if (m && hlb_model_fitted(m) && hlb_model_curve(m, &st->model) == 0) {
       st->fitted = 1;
       st->model_terms = hlb_model_terms(m);
+      st->model_r2 = hlb_model_r2(m);
     }
   }
   const hlb_decision *log = NULL;
@@ -437,6 +473,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
   if (!r) return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory");
   r->ex = ex;
   r->cl = cl;
+  r->n_items = n_items;
   if (opt)
     r->opt = *opt;
   else

@@ -1035,6 +1035,7 @@ static void fill_stats(dx *x, hlb_mpi_run_stats *s) {
     if (m && hlb_model_fitted(m) && hlb_model_curve(m, &st->model) == 0) {
       st->fitted = 1;
       st->model_terms = hlb_model_terms(m);
+      st->model_r2 = hlb_model_r2(m);
     }
   }
   e->makespan_s = x->last_end;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -13,23 +14,18 @@
 #include "hlb/error.h"
 #include "hlb/model.h"
 
-const char hlb_cmd_fit_help[] =
-    "fit per-PU time models: hlb fit SAMPLES.csv [--predict X[,X...]] [--json]";
-
 #define CMD "fit"
 
-static const char usage_text[] =
-    "usage: hlb fit SAMPLES.csv [--predict X[,X...]] [--json]\n"
-    "  SAMPLES.csv  header pu,items,compute_s[,transfer_s]; one measured block per row\n"
-    "  --predict    print each PU's fitted F(x)+G(x) at these block sizes\n"
-    "  --json       print the result as JSON\n"
-    "Per PU: the chosen terms of the basis in u = x / scale (scale = the PU's largest block),\n"
-    "R^2, and rejected rows by reason (nan, inf, nonpositive, zero_items). docs/models.md.\n"
-    "Exit status: 0 when at least one PU was fitted, 1 when none, 2 for bad usage or a\n"
-    "malformed file.\n";
-
-/* Sentinel of parse_args: --help was printed, exit 0. */
-#define HELP_SHOWN (-1)
+const hlb_cli_command hlb_cmd_fit_spec = {
+    .name = "fit",
+    .operands = "SAMPLES.csv",
+    .min_operands = 1,
+    .max_operands = 1,
+    .summary = "fit per-PU performance models from measured samples (CSV)",
+    .about = "SAMPLES.csv has the header pu,items,compute_s[,transfer_s] and one measured block "
+             "per row. Per PU: the chosen terms of the basis in u = x / scale (scale = the PU's "
+             "largest block), R^2, and rejected rows by reason (nan, inf, nonpositive, "
+             "zero_items); docs/models.md. Exits 1 when no PU could be fitted."};
 
 typedef struct row {
   size_t pu; /* index into the PU list */
@@ -157,6 +153,9 @@ static int blank(const char *s) {
 }
 
 static int read_csv(csv *c) {
+  struct stat st;
+  if (stat(c->file, &st) == 0 && S_ISDIR(st.st_mode))
+    return hlb_cli_usage_error(CMD, "%s: is a directory", c->file);
   FILE *fp = fopen(c->file, "r");
   if (!fp) return hlb_cli_usage_error(CMD, "%s: cannot open: %s", c->file, strerror(errno));
   char *line = NULL;
@@ -299,29 +298,16 @@ typedef struct args {
 } args;
 
 static int parse_args(int argc, char **argv, args *a) {
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    int o = hlb_cli_option(CMD, argc, argv, &i, "--predict", &v);
-    if (o < 0) return HLB_EXIT_USAGE;
-    if (o > 0) {
-      if (parse_predict(v, &a->xs, &a->nx)) return HLB_EXIT_USAGE;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      a->json = 1;
-    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(usage_text, stdout);
-      return HELP_SHOWN;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      return hlb_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-    } else if (a->file) {
-      return hlb_cli_usage_error(CMD, "one SAMPLES.csv expected, got '%s' and '%s'", a->file,
-                                 argv[i]);
-    } else {
-      a->file = argv[i];
-    }
+  hlb_cli_args cli;
+  int rc = hlb_cli_parse(&hlb_cmd_fit_spec, argc, argv, &cli);
+  if (rc == 0) {
+    a->file = cli.operand[0];
+    a->json = hlb_cli_flag(&cli, "json");
+    const char *predict = hlb_cli_text(&cli, "predict");
+    if (predict && parse_predict(predict, &a->xs, &a->nx)) rc = HLB_EXIT_USAGE;
   }
-  if (!a->file)
-    return hlb_cli_usage_error(CMD, "missing SAMPLES.csv (usage: %s)", hlb_cmd_fit_help);
-  return 0;
+  hlb_cli_args_free(&cli);
+  return rc;
 }
 
 static double max_of(const double *xs, size_t n) {
@@ -376,5 +362,5 @@ int hlb_cmd_fit(int argc, char **argv) {
   if (rc == 0) rc = run(&c, &a);
   csv_free(&c);
   free(a.xs);
-  return rc == HELP_SHOWN ? HLB_EXIT_OK : rc;
+  return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
 }

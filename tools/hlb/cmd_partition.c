@@ -11,22 +11,20 @@
 #include "hlb/error.h"
 #include "hlb/partition.h"
 
-const char hlb_cmd_partition_help[] =
-    "equal-finish-time block sizes for PUs with polynomial time models";
-
-static const char usage_text[] =
-    "usage: hlb partition MODELS.json [--items N] [--granularity G] [--json]\n"
-    "\n"
-    "Splits N items over the PUs of MODELS.json so that the makespan (the latest finish\n"
-    "time) is the smallest possible with whole items (docs/partition.md). MODELS.json:\n"
-    "  {\"items\": N, \"pus\": [{\"name\": \"gpu0\", \"time\": {\"const\": c0, \"linear\": c1,\n"
-    "   \"quadratic\": c2, \"cubic\": c3, \"xlogx\": c4}, \"min_block\": m, \"max_block\": M,\n"
-    "   \"ready_s\": r}, ...]}\n"
-    "the time of a block of x items being c0 + c1 x + c2 x^2 + c3 x^3 + c4 x ln x seconds\n"
-    "(absent terms 0); items, min_block, max_block and ready_s are optional.\n"
-    "  --items N        number of items (default: the file's \"items\")\n"
-    "  --granularity G  block sizes are multiples of G; one PU also takes N mod G (default 1)\n"
-    "  --json           print {\"makespan_s\", \"pus\": [{\"name\", \"items\", \"finish_s\"}]}\n";
+const hlb_cli_command hlb_cmd_partition_spec = {
+    .name = "partition",
+    .operands = "MODELS.json",
+    .min_operands = 1,
+    .max_operands = 1,
+    .summary = "equal-finish-time split of items over PUs with given time curves",
+    .about = "Splits N items over the PUs of MODELS.json so that the makespan (the latest finish "
+             "time) is the smallest possible with whole items (docs/partition.md). MODELS.json: "
+             "{\"items\": N, \"pus\": [{\"name\": \"gpu0\", \"time\": {\"const\": c0, "
+             "\"linear\": c1, \"quadratic\": c2, \"cubic\": c3, \"xlogx\": c4}, "
+             "\"min_block\": m, \"max_block\": M, \"ready_s\": r}, ...]}; the time of a block "
+             "of x items is c0 + c1 x + c2 x^2 + c3 x^3 + c4 x ln x seconds (absent terms 0); "
+             "items, min_block, max_block and ready_s are optional. --json prints "
+             "{\"makespan_s\", \"pus\": [{\"name\", \"items\", \"finish_s\"}]}."};
 
 /* Largest item count: doubles hold every integer up to 2^53 exactly. */
 #define MAX_ITEMS ((size_t)1 << 53)
@@ -48,39 +46,15 @@ typedef struct models {
   cJSON *root;
 } models;
 
-static int parse_option(int argc, char **argv, int *i, part_args *a) {
-  const char *v = NULL;
-  int m;
-  if (!strcmp(argv[*i], "--json")) {
-    a->json = 1;
-  } else if ((m = hlb_cli_option("partition", argc, argv, i, "--items", &v)) != 0) {
-    if (m < 0 || hlb_cli_parse_size("partition", "--items", v, 1, MAX_ITEMS, &a->items))
-      return HLB_EXIT_USAGE;
-    a->have_items = 1;
-  } else if ((m = hlb_cli_option("partition", argc, argv, i, "--granularity", &v)) != 0) {
-    if (m < 0 || hlb_cli_parse_size("partition", "--granularity", v, 1, MAX_ITEMS, &a->granularity))
-      return HLB_EXIT_USAGE;
-  } else if (argv[*i][0] == '-' && argv[*i][1] != '\0') {
-    return hlb_cli_usage_error("partition", "unknown option '%s' (try 'hlb partition --help')",
-                               argv[*i]);
-  } else if (a->file) {
-    return hlb_cli_usage_error("partition", "one models file only, got '%s' and '%s'", a->file,
-                               argv[*i]);
-  } else {
-    a->file = argv[*i];
-  }
-  return 0;
-}
-
-static int parse_args(int argc, char **argv, part_args *a) {
+static int parse_args(int argc, char **argv, part_args *a, hlb_cli_args *cli) {
   memset(a, 0, sizeof *a);
-  a->granularity = 1;
-  for (int i = 1; i < argc; i++) {
-    int rc = parse_option(argc, argv, &i, a);
-    if (rc) return rc;
-  }
-  if (!a->file)
-    return hlb_cli_usage_error("partition", "missing the models file (try 'hlb partition --help')");
+  int rc = hlb_cli_parse(&hlb_cmd_partition_spec, argc, argv, cli);
+  if (rc) return rc;
+  a->file = cli->operand[0];
+  a->have_items = hlb_cli_given(cli, "items");
+  a->items = hlb_cli_size(cli, "items");
+  a->granularity = hlb_cli_size(cli, "granularity");
+  a->json = hlb_cli_flag(cli, "json");
   return 0;
 }
 
@@ -206,14 +180,11 @@ static int solve_and_print(const part_args *a, const models *m, size_t items) {
 }
 
 int hlb_cmd_partition(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage_text, stdout);
-      return HLB_EXIT_OK;
-    }
   part_args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc) return rc;
+  hlb_cli_args cli;
+  int rc = parse_args(argc, argv, &a, &cli);
+  hlb_cli_args_free(&cli);
+  if (rc) return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
   models m;
   rc = read_models(a.file, &m);
   size_t items = a.have_items ? a.items : m.items;

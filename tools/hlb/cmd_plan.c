@@ -7,18 +7,15 @@
 #include "hlb/error.h"
 #include "hlb/plan.h"
 
-const char hlb_cmd_plan_help[] =
-    "assign items to the nodes and PUs of a cluster file (min makespan)";
-
-static const char usage_text[] =
-    "usage: hlb plan CLUSTER.json --items D [--solver exact|glpk] [--time-limit S] [--json]\n"
-    "\n"
-    "Assigns D items to the nodes and PUs of CLUSTER.json (docs/cluster-format.md) so that the\n"
-    "makespan of the two-level model of Boinski & Czarnul eq. 3 is minimal (docs/plan.md).\n"
-    "  --items D        number of items (integer, 1e6 style accepted)\n"
-    "  --solver S       exact (default; hlb's own, proven optimal) or glpk (MILP)\n"
-    "  --time-limit S   glpk's time limit in seconds (default 60; 0 = none)\n"
-    "  --json           print the result as one JSON object\n";
+const hlb_cli_command hlb_cmd_plan_spec = {
+    .name = "plan",
+    .operands = "CLUSTER.json",
+    .min_operands = 1,
+    .max_operands = 1,
+    .summary = "assign items to the nodes and PUs of a cluster file (min makespan)",
+    .about = "Assigns --items items to the nodes and PUs of CLUSTER.json (docs/cluster-format.md) "
+             "so that the makespan of the two-level model of Boiński & Czarnul (eq. 3) is "
+             "minimal (docs/plan.md)."};
 
 typedef struct plan_args {
   const char *file;
@@ -27,44 +24,19 @@ typedef struct plan_args {
   hlb_plan_options opt;
 } plan_args;
 
-/* One option at argv[*i]; 0 when handled, else the exit status. */
-static int parse_option(int argc, char **argv, int *i, plan_args *a) {
-  const char *v = NULL;
-  int m;
-  if (!strcmp(argv[*i], "--json")) {
-    a->json = 1;
-  } else if ((m = hlb_cli_option("plan", argc, argv, i, "--items", &v)) != 0) {
-    if (m < 0 || hlb_cli_parse_size("plan", "--items", v, 0, (size_t)1 << 53, &a->items))
-      return HLB_EXIT_USAGE;
-    a->have_items = 1;
-  } else if ((m = hlb_cli_option("plan", argc, argv, i, "--solver", &v)) != 0) {
-    if (m < 0) return HLB_EXIT_USAGE;
-    if (hlb_plan_solver_parse(v, &a->opt.solver))
-      return hlb_cli_usage_error("plan", "--solver: expected exact or glpk, got '%s'", v);
-  } else if ((m = hlb_cli_option("plan", argc, argv, i, "--time-limit", &v)) != 0) {
-    if (m < 0 || hlb_cli_parse_double("plan", "--time-limit", v, 0, 1e9, &a->opt.time_limit_s))
-      return HLB_EXIT_USAGE;
-  } else if (argv[*i][0] == '-' && argv[*i][1] != '\0') {
-    return hlb_cli_usage_error("plan", "unknown option '%s' (try 'hlb plan --help')", argv[*i]);
-  } else if (a->file) {
-    return hlb_cli_usage_error("plan", "one cluster file only, got '%s' and '%s'", a->file,
-                               argv[*i]);
-  } else {
-    a->file = argv[*i];
-  }
-  return 0;
-}
-
-static int parse_args(int argc, char **argv, plan_args *a) {
+static int parse_args(int argc, char **argv, plan_args *a, hlb_cli_args *cli) {
   memset(a, 0, sizeof *a);
   hlb_plan_options_default(&a->opt);
-  for (int i = 1; i < argc; i++) {
-    int rc = parse_option(argc, argv, &i, a);
-    if (rc) return rc;
-  }
-  if (!a->file)
-    return hlb_cli_usage_error("plan", "missing the cluster file (try 'hlb plan --help')");
-  if (!a->have_items) return hlb_cli_usage_error("plan", "missing --items D");
+  int rc = hlb_cli_parse(&hlb_cmd_plan_spec, argc, argv, cli);
+  if (rc) return rc;
+  a->file = cli->operand[0];
+  if (!hlb_cli_given(cli, "items")) return hlb_cli_usage_error("plan", "missing --items N");
+  a->items = hlb_cli_size(cli, "items");
+  a->json = hlb_cli_flag(cli, "json");
+  a->opt.time_limit_s = hlb_cli_number(cli, "time-limit");
+  const char *solver = hlb_cli_text(cli, "solver");
+  if (hlb_plan_solver_parse(solver, &a->opt.solver))
+    return hlb_cli_usage_error("plan", "--solver: expected exact or glpk, got '%s'", solver);
   return 0;
 }
 
@@ -100,14 +72,11 @@ static void print_text(const hlb_cluster *c, const plan_args *a, const hlb_plan_
 }
 
 int hlb_cmd_plan(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage_text, stdout);
-      return HLB_EXIT_OK;
-    }
   plan_args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc) return rc;
+  hlb_cli_args cli;
+  int rc = parse_args(argc, argv, &a, &cli);
+  hlb_cli_args_free(&cli);
+  if (rc) return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
   hlb_cluster *c = NULL;
   if ((rc = hlb_cluster_load(a.file, &c))) return hlb_cli_lib_error("plan", rc);
   hlb_plan_result r;

@@ -8,15 +8,17 @@
 #include "hlb/policy.h"
 #include "hlb/repartition.h"
 
-const char hlb_cmd_policies_help[] = "list the balancing policies and their parameters";
-
-static const char usage[] =
-    "usage: hlb policies [NAME] [--json]\n"
-    "  Lists the block policies (select with --policy or HLB_POLICY) and the repartition\n"
-    "  policies of SPMD codes, each with its parameters: name, default, accepted range and\n"
-    "  where the value comes from. NAME shows one policy. Set parameters as\n"
-    "  \"name=value,name=value\".\n"
-    "  --json  print {\"default\":..., \"policies\":[...], \"repartition\":[...]}\n";
+const hlb_cli_command hlb_cmd_policies_spec = {
+    .name = "policies",
+    .operands = "[NAME]",
+    .min_operands = 0,
+    .max_operands = 1,
+    .summary = "list the balancing policies and their parameters",
+    .about = "Lists the block policies (select with --policy or HLB_POLICY) and the repartition "
+             "policies of SPMD codes (HLB_REPART_POLICY), each with its parameters: name, "
+             "default, accepted range and where the value comes from. NAME shows one policy. "
+             "Set parameters as \"name=value,name=value\" (--params, HLB_POLICY_PARAMS). "
+             "--json prints {\"default\":..., \"policies\":[...], \"repartition\":[...]}."};
 
 static void print_params(const hlb_param_def *p, unsigned n) {
   for (unsigned i = 0; i < n; i++)
@@ -93,22 +95,12 @@ static void print_text(const char *only) {
 }
 
 int hlb_cmd_policies(int argc, char **argv) {
-  int json = 0;
-  const char *only = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      return HLB_EXIT_OK;
-    }
-    if (!strcmp(argv[i], "--json"))
-      json = 1;
-    else if (argv[i][0] == '-')
-      return hlb_cli_usage_error("policies", "unknown option '%s' (try --help)", argv[i]);
-    else if (only)
-      return hlb_cli_usage_error("policies", "one NAME at most, got '%s' and '%s'", only, argv[i]);
-    else
-      only = argv[i];
-  }
+  hlb_cli_args cli;
+  int rc = hlb_cli_parse(&hlb_cmd_policies_spec, argc, argv, &cli);
+  int json = rc == 0 && hlb_cli_flag(&cli, "json");
+  const char *only = rc == 0 && cli.n_operands ? cli.operand[0] : NULL;
+  hlb_cli_args_free(&cli);
+  if (rc) return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
   if (only && !hlb_policy_find(only) && !hlb_repart_find(only))
     return hlb_cli_usage_error("policies", "unknown policy '%s' (run 'hlb policies' for the list)",
                                only);

@@ -9,27 +9,16 @@
 #include "hlb/exec.h"
 #include "hlb/mpi.h"
 
-const char hlb_cmd_profile_links_help[] =
-    "measure MPI links, device links and PU speeds into a cluster file (under mpirun)";
-
-static const char usage_text[] =
-    "usage: mpirun -np N hlb profile-links -o CLUSTER.json [--pus SPEC] [--max-bytes B]\n"
-    "                                     [--sizes K] [--reps R] [--kernel-items X]\n"
-    "                                     [--item-bytes IN,OUT]\n"
-    "\n"
-    "Writes a cluster file (docs/cluster-format.md) for `hlb plan` and `hlb sim`: one node per\n"
-    "rank with the rank 0 <-> rank ping-pong link (Boinski & Czarnul eq. 4: latency from the\n"
-    "empty message, bandwidth by least squares over K sizes up to B bytes, best of R), and one\n"
-    "PU per local PU with its host <-> device link and the const + linear time of hlb's\n"
-    "built-in kernel on blocks up to X items. Docs: docs/mpi-executor.md\n"
-    "  -o FILE            output file (written by rank 0)\n"
-    "  --pus SPEC         this rank's PUs, e.g. cpu:2,opencl:0 (default: all, as discovered)\n"
-    "  --max-bytes B      largest message (default 4 MiB)\n"
-    "  --sizes K          message sizes besides the empty one, halving from B (default 5)\n"
-    "  --reps R           round trips per size, fastest kept (default 5)\n"
-    "  --kernel-items X   largest block of the built-in kernel (default 262144)\n"
-    "  --item-bytes I,O   the file's bytes in and out per item (default 4,4: the built-in "
-    "kernel's)\n";
+const hlb_cli_command hlb_cmd_profile_links_spec = {
+    .name = "profile-links",
+    .operands = "",
+    .summary = "measure links and PUs into a cluster file (under mpirun)",
+    .about = "Run as: mpirun -np N hlb profile-links -o CLUSTER.json. Writes a cluster file "
+             "(docs/cluster-format.md) for `hlb plan` and `hlb sim`: one node per rank with the "
+             "rank 0 <-> rank ping-pong link (Boiński & Czarnul eq. 4: latency from the empty "
+             "message, bandwidth by least squares over K sizes up to B bytes, best of R), and "
+             "one PU per local PU with its host <-> device link and the const + linear time of "
+             "hlb's built-in kernel on blocks up to X items. Docs: docs/mpi-executor.md"};
 
 typedef struct pl_args {
   const char *out, *pus;
@@ -49,48 +38,22 @@ static int parse_item_bytes(const char *v, hlb_mpi_profile_options *o) {
   return 0;
 }
 
-/* One option at argv[*i]; 0 when handled, else the exit status. */
-static int parse_option(int argc, char **argv, int *i, pl_args *a) {
-  const char *v = NULL;
-  int m;
-  size_t z = 0;
-  const char *cmd = "profile-links";
-  if ((m = hlb_cli_option(cmd, argc, argv, i, "-o", &v)) != 0) {
-    if (m < 0) return HLB_EXIT_USAGE;
-    a->out = v;
-  } else if ((m = hlb_cli_option(cmd, argc, argv, i, "--pus", &v)) != 0) {
-    if (m < 0) return HLB_EXIT_USAGE;
-    a->pus = v;
-  } else if ((m = hlb_cli_option(cmd, argc, argv, i, "--max-bytes", &v)) != 0) {
-    if (m < 0 || hlb_cli_parse_size(cmd, "--max-bytes", v, 4, (size_t)1 << 30, &a->opt.max_bytes))
-      return HLB_EXIT_USAGE;
-  } else if ((m = hlb_cli_option(cmd, argc, argv, i, "--sizes", &v)) != 0) {
-    if (m < 0 || hlb_cli_parse_size(cmd, "--sizes", v, 2, 24, &z)) return HLB_EXIT_USAGE;
-    a->opt.n_sizes = (unsigned)z;
-  } else if ((m = hlb_cli_option(cmd, argc, argv, i, "--reps", &v)) != 0) {
-    if (m < 0 || hlb_cli_parse_size(cmd, "--reps", v, 1, 1000, &z)) return HLB_EXIT_USAGE;
-    a->opt.reps = (unsigned)z;
-  } else if ((m = hlb_cli_option(cmd, argc, argv, i, "--kernel-items", &v)) != 0) {
-    if (m < 0 ||
-        hlb_cli_parse_size(cmd, "--kernel-items", v, 48, (size_t)1 << 28, &a->opt.kernel_items))
-      return HLB_EXIT_USAGE;
-  } else if ((m = hlb_cli_option(cmd, argc, argv, i, "--item-bytes", &v)) != 0) {
-    if (m < 0) return HLB_EXIT_USAGE;
-    return parse_item_bytes(v, &a->opt);
-  } else {
-    return hlb_cli_usage_error(cmd, "unknown argument '%s' (try 'hlb profile-links --help')",
-                               argv[*i]);
-  }
-  return 0;
-}
-
 static int parse_args(int argc, char **argv, pl_args *a) {
   memset(a, 0, sizeof *a);
   hlb_mpi_profile_options_default(&a->opt);
-  for (int i = 1; i < argc; i++) {
-    int rc = parse_option(argc, argv, &i, a);
-    if (rc) return rc;
+  hlb_cli_args cli;
+  int rc = hlb_cli_parse(&hlb_cmd_profile_links_spec, argc, argv, &cli);
+  if (rc == 0) {
+    a->out = hlb_cli_text(&cli, "links.output");
+    a->pus = hlb_cli_given(&cli, "pus") ? hlb_cli_text(&cli, "pus") : NULL;
+    a->opt.max_bytes = hlb_cli_size(&cli, "max-bytes");
+    a->opt.n_sizes = (unsigned)hlb_cli_size(&cli, "sizes");
+    a->opt.reps = (unsigned)hlb_cli_size(&cli, "links.reps");
+    a->opt.kernel_items = hlb_cli_size(&cli, "kernel-items");
+    rc = parse_item_bytes(hlb_cli_text(&cli, "item-bytes"), &a->opt);
   }
+  hlb_cli_args_free(&cli);
+  if (rc) return rc;
   if (!a->out) return hlb_cli_usage_error("profile-links", "missing -o CLUSTER.json");
   if (a->opt.max_bytes < ((size_t)1 << a->opt.n_sizes))
     return hlb_cli_usage_error("profile-links",
@@ -105,15 +68,10 @@ static int local_pus(const char *spec, hlb_exec_pu *pus, unsigned *n) {
 }
 
 int hlb_cmd_profile_links(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage_text, stdout);
-      return HLB_EXIT_OK;
-    }
   pl_args a;
   /* Usage errors are the same on every rank, so every rank exits before MPI_Init alike. */
   int rc = parse_args(argc, argv, &a);
-  if (rc) return rc;
+  if (rc) return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
   int provided = 0, rank = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -13,7 +13,14 @@
 #include "cli.h"
 #include "hlb/error.h"
 
-const char hlb_cmd_report_help[] = "HTML report (Gantt, block sizes, idle time) from a run's trace";
+const hlb_cli_command hlb_cmd_report_spec = {
+    .name = "report",
+    .operands = "TRACE.json",
+    .min_operands = 1,
+    .max_operands = 1,
+    .summary = "HTML report (Gantt, block sizes, idle time) from a run's trace",
+    .about = "Writes a self-contained HTML page (inline SVG) from a trace of `hlb run --trace`: "
+             "the Gantt chart, the block size per PU over time, and the idle time per PU."};
 
 #define MAX_TRACKS 64
 
@@ -26,23 +33,6 @@ __attribute__((format(printf, 2, 3))) static int fail(int code, const char *fmt,
   va_end(ap);
   fputc('\n', stderr);
   return code;
-}
-
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n - 1, f);
-    if (n < cap - 1) break;
-    char *b = realloc(buf, cap *= 2);
-    if (!b) free(buf);
-    buf = b;
-  }
-  if (buf) buf[n] = '\0';
-  fclose(f);
-  return buf;
 }
 
 typedef struct slice {
@@ -128,11 +118,12 @@ static int add_slice(report *r, const cJSON *e, const char *file, size_t idx) {
 }
 
 static int load(const char *path, report *r) {
-  char *text = read_all(path);
-  if (!text) return fail(HLB_EIO, "%s: cannot read the file", path);
-  cJSON *root = cJSON_Parse(text);
+  char *text = NULL;
+  if (hlb_cli_read_file("report", path, &text, NULL)) return HLB_EIO;
+  cJSON *root = NULL;
+  int parsed = hlb_cli_json_parse("report", path, text, &root);
   free(text);
-  if (!root) return fail(HLB_EPARSE, "%s: not valid JSON", path);
+  if (parsed) return HLB_EPARSE;
   int rc = 0;
   const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
   if (!cJSON_IsArray(ev)) {
@@ -282,33 +273,18 @@ static int write_html(const report *r, const char *src, const char *path) {
 }
 
 int hlb_cmd_report(int argc, char **argv) {
-  const char *in = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    int m;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("usage: hlb report TRACE.json -o REPORT.html\n"
-             "  Self-contained HTML (inline SVG) from a trace of `hlb run --trace`:\n"
-             "  Gantt chart, block size per PU over time, idle time per PU. -o - : stdout.\n");
-      return HLB_EXIT_OK;
-    }
-    if ((m = hlb_cli_option("report", argc, argv, &i, "-o", &v))) {
-      if (m < 0) return HLB_EXIT_USAGE;
-      out = v;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return hlb_cli_usage_error("report", "unknown option '%s'", argv[i]);
-    } else if (!in) {
-      in = argv[i];
-    } else {
-      return hlb_cli_usage_error("report", "unexpected argument '%s'", argv[i]);
-    }
-  }
-  if (!in)
-    return hlb_cli_usage_error("report", "no trace file given (hlb report TRACE.json -o OUT.html)");
-  if (!out) return hlb_cli_usage_error("report", "no output given (-o OUT.html)");
+  hlb_cli_args cli;
+  int rc = hlb_cli_parse(&hlb_cmd_report_spec, argc, argv, &cli);
+  const char *in = rc == 0 ? cli.operand[0] : NULL;
+  const char *out = rc == 0 ? hlb_cli_text(&cli, "report.output") : NULL;
+  hlb_cli_args_free(&cli);
+  if (rc) return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
+  /* The default page name is checked here; a given -o was checked by the parser. */
+  if (!out) out = hlb_option_find("report.output")->def;
+  if (hlb_cli_check_writable("report", "-o", out)) return HLB_EXIT_USAGE;
   report *r = calloc(1, sizeof *r);
   if (!r) return hlb_cli_usage_error("report", "out of memory");
-  int rc = load(in, r);
+  rc = load(in, r);
   if (rc == 0 && !(r->t_end > 0)) rc = fail(HLB_EPARSE, "%s: the trace spans no time", in);
   if (rc == 0) rc = write_html(r, in, out);
   free(r->s);

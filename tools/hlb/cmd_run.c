@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -18,92 +19,62 @@
 #include "hlb/mpi.h"
 #endif
 
-const char hlb_cmd_run_help[] =
-    "run an app (matmul, blackscholes, kmeans, mandelbrot) on local PUs";
+static void list_apps(FILE *to) {
+  fprintf(to, "\napps (--size counts what is said; default and smallest):\n");
+  for (unsigned k = 0; k < hlb_app_count(); k++) {
+    const hlb_app_info *i = hlb_app_info_at(k);
+    fprintf(to, "  %-13s size = %s (default %zu): %s\n", i->name, i->size_meaning,
+            i->default_size, i->description);
+  }
+}
 
-static const char usage_text[] =
-    "usage: hlb run APP [--size N] [--policy P] [--pus cpu,opencl:0,cuda:0|all]\n"
-    "               [--throttle PU=FACTOR]... [--trace FILE] [--json] [--compare]\n"
-    "               [--seed S] [--inject PU:N[:COUNT]] [--mpi]\n"
-    "  APP          matmul | blackscholes | kmeans | mandelbrot\n"
-    "  --size N     problem size (see below); default: the app's default\n"
-    "  --policy P   balancing policy (hlb policies); default $HLB_POLICY, then hlb\n"
-    "  --pus LIST   PUs to use; default all (cpu:N = a cpu PU of N cores)\n"
-    "  --throttle PU=F  make PU look F times slower, by sleeping after each block\n"
-    "               (emulated heterogeneity; the output says so)\n"
-    "  --trace FILE write a Chrome trace JSON of the run (see hlb report)\n"
-    "  --json       print the result as JSON\n"
-    "  --compare    also run greedy and static on the same PUs and report their makespans\n"
-    "  --inject PU:N[:COUNT]  make PU fail its N-th block (and COUNT-1 more; 0 = all after)\n"
-    "  --mpi        under mpirun: rank 0 balances, every rank offers its --pus (libhlb_mpi);\n"
-    "               PU names are then NAME@RANK, e.g. --throttle cpu@1=4, --inject cpu@1:2\n"
-    "Exit status: 0 verified, 1 wrong result or failed run, 2 bad usage.\n";
+const hlb_cli_command hlb_cmd_run_spec = {
+    .name = "run",
+    .operands = "APP",
+    .min_operands = 1,
+    .max_operands = 1,
+    .summary = "run an app (matmul, blackscholes, kmeans, mandelbrot, spmv) on local PUs",
+    .about = "Runs APP on this machine's PUs with a balancing policy, checks the result against "
+             "a reference, and reports per-PU work, busy and idle time, fitted models, the "
+             "makespan and the imbalance (Issakhov et al.: I% = (t_max - t_avg) / t_max * "
+             "N / (N - 1), over each PU's busy time). On a terminal a progress line shows items "
+             "done, blocks, elapsed time and the time left from the models. Exits 1 when the "
+             "result is wrong or the run failed.",
+    .more_help = list_apps};
 
 typedef struct run_args {
-  const char *app, *policy, *pus, *trace;
+  const char *app, *policy, *params, *pus, *trace;
   size_t size;
   uint64_t seed;
-  int json, compare, mpi;
-  const char *throttle[HLB_EXEC_MAX_PUS];
+  int json, compare, mpi, progress;
+  const char **throttle;
   unsigned n_throttle;
   const char *inject;
 } run_args;
 
-static int parse_args(int argc, char **argv, run_args *a) {
+static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   memset(a, 0, sizeof *a);
-  a->pus = "all";
-  a->seed = 1;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    int m;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage_text, stdout);
-      for (unsigned k = 0; k < hlb_app_count(); k++)
-        printf("  %-13s size = %s (default %zu): %s\n", hlb_app_info_at(k)->name,
-               hlb_app_info_at(k)->size_meaning, hlb_app_info_at(k)->default_size,
-               hlb_app_info_at(k)->description);
-      return -1;
-    } else if (!strcmp(argv[i], "--json")) {
-      a->json = 1;
-    } else if (!strcmp(argv[i], "--compare")) {
-      a->compare = 1;
-    } else if (!strcmp(argv[i], "--mpi")) {
-#ifdef HLB_CLI_WITH_MPI
-      a->mpi = 1;
-#else
-      return hlb_cli_usage_error("run", "--mpi: this hlb was built without MPI (libhlb_mpi)");
+  int rc = hlb_cli_parse(&hlb_cmd_run_spec, argc, argv, cli);
+  if (rc) return rc;
+  a->app = cli->operand[0];
+  a->size = hlb_cli_size(cli, "size");
+  a->seed = (uint64_t)hlb_cli_size(cli, "seed");
+  a->policy = hlb_cli_text(cli, "policy");
+  a->params = hlb_cli_text(cli, "params");
+  a->pus = hlb_cli_text(cli, "pus");
+  a->trace = hlb_cli_text(cli, "trace");
+  a->inject = hlb_cli_text(cli, "inject");
+  a->json = hlb_cli_flag(cli, "json");
+  a->compare = hlb_cli_flag(cli, "compare");
+  a->mpi = hlb_cli_flag(cli, "mpi");
+  a->progress = hlb_cli_show_progress(cli);
+  a->throttle = hlb_cli_get(cli, "throttle")->list;
+  a->n_throttle = hlb_cli_get(cli, "throttle")->n_list;
+#ifndef HLB_CLI_WITH_MPI
+  if (a->mpi) return hlb_cli_usage_error("run", "--mpi: this hlb was built without MPI (libhlb_mpi)");
 #endif
-    } else if ((m = hlb_cli_option("run", argc, argv, &i, "--size", &v))) {
-      if (m < 0 || hlb_cli_parse_size("run", "--size", v, 2, (size_t)1 << 40, &a->size))
-        return HLB_EXIT_USAGE;
-    } else if ((m = hlb_cli_option("run", argc, argv, &i, "--seed", &v))) {
-      size_t s;
-      if (m < 0 || hlb_cli_parse_size("run", "--seed", v, 0, (size_t)1 << 52, &s))
-        return HLB_EXIT_USAGE;
-      a->seed = s;
-    } else if ((m = hlb_cli_option("run", argc, argv, &i, "--policy", &a->policy)) ||
-               (m = hlb_cli_option("run", argc, argv, &i, "--pus", &a->pus)) ||
-               (m = hlb_cli_option("run", argc, argv, &i, "--trace", &a->trace)) ||
-               (m = hlb_cli_option("run", argc, argv, &i, "--inject", &a->inject))) {
-      if (m < 0) return HLB_EXIT_USAGE;
-    } else if ((m = hlb_cli_option("run", argc, argv, &i, "--throttle", &v))) {
-      if (m < 0) return HLB_EXIT_USAGE;
-      if (a->n_throttle == HLB_EXEC_MAX_PUS)
-        return hlb_cli_usage_error("run", "--throttle: at most %d", HLB_EXEC_MAX_PUS);
-      a->throttle[a->n_throttle++] = v;
-    } else if (argv[i][0] == '-') {
-      return hlb_cli_usage_error("run", "unknown option '%s' (try hlb run --help)", argv[i]);
-    } else if (!a->app) {
-      a->app = argv[i];
-    } else {
-      return hlb_cli_usage_error("run", "unexpected argument '%s'", argv[i]);
-    }
-  }
-  if (!a->app)
-    return hlb_cli_usage_error("run", "no app given (matmul, blackscholes, kmeans, mandelbrot)");
   if (!hlb_app_find(a->app))
-    return hlb_cli_usage_error("run", "unknown app '%s' (matmul, blackscholes, kmeans, mandelbrot)",
-                               a->app);
+    return hlb_cli_usage_error("run", "unknown app '%s' (see hlb run --help)", a->app);
   return 0;
 }
 
@@ -167,20 +138,30 @@ static int apply_inject(const run_args *a, const hlb_exec_pu *pus, unsigned n,
   return 0;
 }
 
-/* "0.12 + 3.4 u + 0.5 u2 (u = x/1536) + 1e-6 x + 2e-5" */
+/* The block size a model is quoted at: the PU's mean block (at least one item). */
+static double typical_block(const hlb_exec_pu_stats *st) {
+  return st->blocks ? fmax(1.0, round((double)st->items / (double)st->blocks)) : 1.0;
+}
+
+/* "F(1000 items) = 0.41 s; 0.12 + 3.4 u + 0.5 u2 (u = x/1536), R2 0.98": a person reads the
+ * time of a typical block first, the terms after. */
 static void format_model(char *buf, size_t cap, const hlb_exec_pu_stats *st) {
   if (!st->fitted) {
     snprintf(buf, cap, "(not fitted)");
     return;
   }
-  size_t len = 0;
+  double x = typical_block(st);
+  size_t len = (size_t)snprintf(buf, cap, "F(%.0f items) = %.3g s; ", x,
+                                hlb_curve_time(&st->model, x));
+  int first = 1;
   for (unsigned t = 0; t < HLB_TERM_COUNT && len < cap; t++)
-    if (st->model_terms & (1u << t))
-      len += (size_t)snprintf(buf + len, cap - len, "%s%.3g%s%s", len ? " + " : "",
+    if (st->model_terms & (1u << t)) {
+      len += (size_t)snprintf(buf + len, cap - len, "%s%.3g%s%s", first ? "" : " + ",
                               st->model.coef[t], t ? " " : "", t ? hlb_term_name((hlb_term)t) : "");
+      first = 0;
+    }
   if (len < cap)
-    snprintf(buf + len, cap - len, " (u = x/%g); G = %.3g x + %.3g", st->model.scale,
-             st->model.transfer_per_item, st->model.transfer_fixed);
+    snprintf(buf + len, cap - len, " (u = x/%g), R2 %.3f", st->model.scale, st->model_r2);
 }
 
 /* Imbalance over the busy times of the PUs that were not retired. */
@@ -215,18 +196,20 @@ static void run_once(hlb_app *app, hlb_executor *ex, const hlb_exec_options *o, 
 static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
                        const outcome *greedy, const outcome *stat, const int *ranks) {
   const hlb_exec_stats *s = &r->st;
-  printf("hlb run %s: size %zu, %zu items per pass, policy %s\n", a->app,
-         a->size ? a->size : hlb_app_info_of(app)->default_size, hlb_app_items(app), s->policy);
+  (void)a, (void)app; /* the header line was printed before the run */
+  int dev_w = 6;
+  for (unsigned i = 0; i < s->n_pus; i++)
+    if ((int)strlen(s->pu[i].device_name) > dev_w) dev_w = (int)strlen(s->pu[i].device_name);
   for (unsigned i = 0; i < s->n_pus; i++)
     if (s->pu[i].throttle > 1)
       printf("NOTE: %s is throttled x%g - EMULATED heterogeneity (each block is stretched by "
              "sleeping), not a real device speed\n",
              s->pu[i].name, s->pu[i].throttle);
-  printf("%-10s %-7s %-42s %10s %7s %6s %6s %6s  %s\n", "PU", "kind", "device", "items", "blocks",
-         "busy%", "idle%", "failed", "fitted model F(x) [s]");
+  printf("%-10s %-7s %-*s %10s %7s %6s %6s %6s  %s\n", "PU", "kind", dev_w, "device", "items",
+         "blocks", "busy%", "idle%", "failed", "fitted model: time of a typical block; terms");
   for (unsigned i = 0; i < s->n_pus; i++) {
     const hlb_exec_pu_stats *p = &s->per_pu[i];
-    char model[256];
+    char model[320];
     format_model(model, sizeof model, p);
     double busy = hlb_exec_busy_pct(s, i);
     char name[48];
@@ -234,8 +217,8 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
       snprintf(name, sizeof name, "%s@%d", s->pu[i].name, ranks[i]);
     else
       snprintf(name, sizeof name, "%s", s->pu[i].name);
-    printf("%-10s %-7s %-42.42s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", name,
-           hlb_backend_name(s->pu[i].backend), s->pu[i].device_name, p->items, p->blocks, busy,
+    printf("%-10s %-7s %-*s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", name,
+           hlb_backend_name(s->pu[i].backend), dev_w, s->pu[i].device_name, p->items, p->blocks, busy,
            100 - busy, p->failed_blocks, p->retired ? " (retired)" : "", model);
   }
   printf("makespan %.4f s, imbalance %.1f %%, policy time %.4f s\n", s->makespan_s,
@@ -247,12 +230,33 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
   printf("result: %s\n", r->verified ? "verified against the reference" : r->error);
 }
 
-static void print_json(const run_args *a, const outcome *r, const outcome *greedy,
-                       const outcome *stat, const int *ranks) {
+/* {"terms": {"u": c, ...}, "scale", "r2", "transfer": {...}, "typical_block", "typical_time_s"} */
+static cJSON *model_json(const hlb_exec_pu_stats *st) {
+  if (!st->fitted) return cJSON_CreateNull();
+  cJSON *m = cJSON_CreateObject(), *terms = cJSON_AddObjectToObject(m, "terms");
+  for (unsigned t = 0; t < HLB_TERM_COUNT; t++)
+    if (st->model_terms & (1u << t))
+      cJSON_AddNumberToObject(terms, hlb_term_name((hlb_term)t), st->model.coef[t]);
+  cJSON_AddNumberToObject(m, "scale", st->model.scale);
+  cJSON_AddNumberToObject(m, "r2", st->model_r2);
+  cJSON *g = cJSON_AddObjectToObject(m, "transfer");
+  cJSON_AddNumberToObject(g, "per_item_s", st->model.transfer_per_item);
+  cJSON_AddNumberToObject(g, "fixed_s", st->model.transfer_fixed);
+  double x = typical_block(st);
+  cJSON_AddNumberToObject(m, "typical_block", x);
+  cJSON_AddNumberToObject(m, "typical_time_s", hlb_curve_time(&st->model, x));
+  return m;
+}
+
+static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
+                       const outcome *greedy, const outcome *stat, const int *ranks) {
   const hlb_exec_stats *s = &r->st;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "app", a->app);
+  cJSON_AddNumberToObject(o, "size", (double)(a->size ? a->size : hlb_app_info_of(app)->default_size));
+  cJSON_AddNumberToObject(o, "items", (double)hlb_app_items(app));
   cJSON_AddStringToObject(o, "policy", s->policy);
+  if (a->params) cJSON_AddStringToObject(o, "params", a->params);
   cJSON_AddBoolToObject(o, "verified", r->verified);
   if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
   cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
@@ -266,6 +270,7 @@ static void print_json(const run_args *a, const outcome *r, const outcome *greed
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "name", s->pu[i].name);
     cJSON_AddStringToObject(p, "kind", hlb_backend_name(s->pu[i].backend));
+    cJSON_AddStringToObject(p, "device", s->pu[i].device_name);
     if (ranks) cJSON_AddNumberToObject(p, "rank", ranks[i]);
     cJSON_AddNumberToObject(p, "items", (double)s->per_pu[i].items);
     cJSON_AddNumberToObject(p, "blocks", (double)s->per_pu[i].blocks);
@@ -274,6 +279,7 @@ static void print_json(const run_args *a, const outcome *r, const outcome *greed
     cJSON_AddBoolToObject(p, "retired", s->per_pu[i].retired);
     cJSON_AddNumberToObject(p, "throttle", s->pu[i].throttle);
     cJSON_AddBoolToObject(p, "throttle_emulated", s->pu[i].throttle > 1);
+    cJSON_AddItemToObject(p, "model", model_json(&s->per_pu[i]));
     cJSON_AddItemToArray(pus, p);
   }
   if (greedy) {
@@ -299,15 +305,58 @@ static int open_executor(const run_args *a, hlb_executor **ex) {
   return 0;
 }
 
+/* The progress line on stderr: at most ten times a second, and cleared at the end. */
+typedef struct progress_line {
+  const char *app;
+  double last_s;
+  int shown;
+} progress_line;
+
+static void show_progress(void *user, const hlb_exec_progress *p) {
+  progress_line *pl = user;
+  if (pl->shown && p->elapsed_s - pl->last_s < 0.1 && p->items_done < p->n_items) return;
+  pl->last_s = p->elapsed_s;
+  pl->shown = 1;
+  fprintf(stderr, "\r\033[Khlb run %s: %zu/%zu items (%.0f %%), %zu blocks, %.1f s", pl->app,
+          p->items_done, p->n_items, 100.0 * (double)p->items_done / (double)p->n_items,
+          p->blocks, p->elapsed_s);
+  if (isfinite(p->remaining_s)) fprintf(stderr, ", about %.1f s left", p->remaining_s);
+  fflush(stderr);
+}
+
+static void end_progress(progress_line *pl) {
+  if (pl->shown) fputs("\r\033[K", stderr);
+  pl->shown = 0;
+}
+
+/* The line saying what runs, printed before the run starts. */
+static void print_header(const run_args *a, const hlb_app *app, const hlb_executor *ex) {
+  printf("hlb run %s: size %zu, %zu items per pass, policy %s%s%s, PUs", a->app,
+         a->size ? a->size : hlb_app_info_of(app)->default_size, hlb_app_items(app), a->policy,
+         a->params ? " " : "", a->params ? a->params : "");
+  for (unsigned i = 0; i < hlb_executor_pu_count(ex); i++)
+    printf("%s %s", i ? "," : "", hlb_executor_pu(ex, 0)[i].name);
+  printf("\n");
+  fflush(stdout);
+}
+
 static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = a->policy;
+  o.params = a->params;
+  progress_line pl = {.app = a->app};
+  if (a->progress) {
+    o.progress = show_progress;
+    o.progress_user = &pl;
+  }
   int rc = apply_inject(a, hlb_executor_pu(ex, 0), hlb_executor_pu_count(ex), &o);
   if (rc) return rc;
   outcome *r = calloc(3, sizeof *r);
   if (!r) return hlb_cli_usage_error("run", "out of memory");
+  if (!a->json) print_header(a, app, ex);
   run_once(app, ex, &o, &r[0]);
+  end_progress(&pl);
   if (r[0].rc && r[0].rc != HLB_EVERIFY && !r[0].st.n_pus) {
     fprintf(stderr, "hlb run: %s\n", r[0].error);
     int usage = r[0].rc == HLB_ENOTFOUND || r[0].rc == HLB_EINVAL;
@@ -315,17 +364,20 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
     return usage ? HLB_EXIT_USAGE : HLB_EXIT_FAIL;
   }
   if (a->trace && (rc = hlb_exec_write_trace(&r[0].st, a->trace)))
-    fprintf(stderr, "hlb run: %s\n", hlb_last_error());
+    fprintf(stderr, "hlb run: %s\n", hlb_last_error()); /* checked writable before the run */
   if (a->compare) {
     hlb_exec_options g = o, s = o;
     g.policy = "greedy";
     s.policy = "static";
     g.inject_pu = s.inject_pu = -1;
+    g.params = s.params = NULL; /* the parameters are the chosen policy's */
     run_once(app, ex, &g, &r[1]);
+    end_progress(&pl);
     run_once(app, ex, &s, &r[2]);
+    end_progress(&pl);
   }
   if (a->json)
-    print_json(a, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, NULL);
+    print_json(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, NULL);
   else
     print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, NULL);
   int ok = r[0].verified && rc == 0;
@@ -446,6 +498,7 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = a->policy;
+  o.params = a->params;
   int rc = mpi_inject(a, g, &o);
   if (rc) return rc;
   outcome r[3];
@@ -453,10 +506,16 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
   memset(st, 0, sizeof st);
   const char *policies[3] = {a->policy, "greedy", "static"};
   int runs = a->compare ? 3 : 1;
+  if (g->rank == 0 && !a->json) {
+    printf("hlb run %s --mpi: size %zu, %zu items per pass, policy %s%s%s, %u PUs on %d ranks\n",
+           a->app, a->size ? a->size : hlb_app_info_of(app)->default_size, hlb_app_items(app),
+           a->policy, a->params ? " " : "", a->params ? a->params : "", g->total, g->n_ranks);
+    fflush(stdout);
+  }
   for (int k = 0; k < runs; k++) {
     hlb_exec_options ok = o;
     ok.policy = policies[k];
-    if (k) ok.inject_pu = -1;
+    if (k) ok.inject_pu = -1, ok.params = NULL;
     run_once_mpi(app, pus, n, &ok, &r[k], &st[k], g->rank);
   }
   int ok = r[0].verified;
@@ -469,7 +528,7 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
         ok = 0;
       }
       if (a->json)
-        print_json(a, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
+        print_json(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
       else
         print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
       if (!r[0].verified) fprintf(stderr, "hlb run: %s: %s\n", a->app, r[0].error);
@@ -507,22 +566,29 @@ static int run_mpi(const run_args *a, hlb_app *app) {
 }
 #endif
 
-int hlb_cmd_run(int argc, char **argv) {
-  run_args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc) return rc < 0 ? HLB_EXIT_OK : rc;
+static int run_parsed(const run_args *a) {
   hlb_app *app = NULL;
-  if ((rc = hlb_app_create(a.app, a.size, a.seed, &app))) return hlb_cli_lib_error("run", rc);
+  int rc = hlb_app_create(a->app, a->size, a->seed, &app);
+  if (rc) return hlb_cli_lib_error("run", rc);
 #ifdef HLB_CLI_WITH_MPI
-  if (a.mpi) {
-    rc = run_mpi(&a, app);
+  if (a->mpi) {
+    rc = run_mpi(a, app);
     hlb_app_destroy(app);
     return rc;
   }
 #endif
   hlb_executor *ex = NULL;
-  if ((rc = open_executor(&a, &ex)) == 0) rc = run_all(&a, app, ex);
+  if ((rc = open_executor(a, &ex)) == 0) rc = run_all(a, app, ex);
   hlb_executor_destroy(ex);
   hlb_app_destroy(app);
   return rc;
+}
+
+int hlb_cmd_run(int argc, char **argv) {
+  run_args a;
+  hlb_cli_args cli; /* owns a.throttle: freed after the run */
+  int rc = parse_args(argc, argv, &a, &cli);
+  if (rc == 0) rc = run_parsed(&a);
+  hlb_cli_args_free(&cli);
+  return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
 }

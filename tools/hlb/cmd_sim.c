@@ -16,18 +16,16 @@
 #include "hlb/policy.h"
 #include "hlb/sim.h"
 
-const char hlb_cmd_sim_help[] = "simulate policies on a cluster file (makespan, ratio to bound)";
-
-static const char usage_text[] =
-    "usage: hlb sim CLUSTER.json --items N [--policy NAME|all] [--params K=V,...] [--seed S]\n"
-    "               [--reps R] [--granularity G] [--json] [--trace FILE] [--timing]\n"
-    "               [--no-noise] [--no-events]\n"
-    "\n"
-    "Simulates each policy on the cluster (docs/cluster-format.md) and prints one row per\n"
-    "policy: makespan, ratio to the lower bound, idle % per PU kind, blocks (completed and\n"
-    "lost). With --reps R: mean and [min, max] over seeds S..S+R-1. --trace FILE writes the\n"
-    "blocks of the first seed as Chrome trace JSON (Perfetto). --timing adds the policies'\n"
-    "solver wall time, which makes the output vary between runs. Docs: docs/simulator.md\n";
+const hlb_cli_command hlb_cmd_sim_spec = {
+    .name = "sim",
+    .operands = "CLUSTER.json",
+    .min_operands = 1,
+    .max_operands = 1,
+    .summary = "simulate policies on a cluster file (makespan, ratio to bound)",
+    .about = "Simulates each policy on the cluster (docs/cluster-format.md) and prints one row "
+             "per policy: makespan, ratio to the lower bound, idle % per PU kind, blocks "
+             "(completed and lost). With --reps R: mean and [min, max] over seeds S..S+R-1. "
+             "--trace writes the blocks of the first seed. Docs: docs/simulator.md"};
 
 #define MAX_POLICIES 64
 
@@ -35,7 +33,7 @@ typedef struct args {
   const char *cluster, *policy, *params, *trace;
   size_t items, granularity, reps;
   uint64_t seed;
-  int json, timing, no_noise, no_events;
+  int json, timing, no_noise, no_events, progress;
 } args;
 
 /* Statistics of one policy over the repetitions; runs[0] (seed S) is kept for items and the
@@ -49,72 +47,24 @@ typedef struct row {
   int all_exact;
 } row;
 
-static int parse_args(int argc, char **argv, args *a) {
-  double seed = 1;
-  const char *v = NULL;
-  *a = (args){.reps = 1, .seed = 1};
-  for (int i = 1; i < argc; i++) {
-    int m;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage_text, stdout);
-      return -1;
-    }
-#define OPT(name)                                                                                  \
-  if ((m = hlb_cli_option("sim", argc, argv, &i, name, &v)) < 0) return HLB_EXIT_USAGE;            \
-  if (m)
-    OPT("--items") {
-      if (hlb_cli_parse_size("sim", "--items", v, 1, (size_t)1 << 53, &a->items))
-        return HLB_EXIT_USAGE;
-      continue;
-    }
-    OPT("--policy") {
-      a->policy = v;
-      continue;
-    }
-    OPT("--params") {
-      a->params = v;
-      continue;
-    }
-    OPT("--seed") {
-      if (hlb_cli_parse_double("sim", "--seed", v, 0, 9007199254740992.0, &seed) ||
-          seed != floor(seed))
-        return seed != floor(seed) ? hlb_cli_usage_error("sim", "--seed: expected an integer")
-                                   : HLB_EXIT_USAGE;
-      a->seed = (uint64_t)seed;
-      continue;
-    }
-    OPT("--reps") {
-      if (hlb_cli_parse_size("sim", "--reps", v, 1, 100000, &a->reps)) return HLB_EXIT_USAGE;
-      continue;
-    }
-    OPT("--granularity") {
-      if (hlb_cli_parse_size("sim", "--granularity", v, 1, SIZE_MAX / 2, &a->granularity))
-        return HLB_EXIT_USAGE;
-      continue;
-    }
-    OPT("--trace") {
-      a->trace = v;
-      continue;
-    }
-#undef OPT
-    if (!strcmp(argv[i], "--json"))
-      a->json = 1;
-    else if (!strcmp(argv[i], "--timing"))
-      a->timing = 1;
-    else if (!strcmp(argv[i], "--no-noise"))
-      a->no_noise = 1;
-    else if (!strcmp(argv[i], "--no-events"))
-      a->no_events = 1;
-    else if (argv[i][0] == '-' && argv[i][1] != '\0')
-      return hlb_cli_usage_error("sim", "unknown option '%s' (see hlb sim --help)", argv[i]);
-    else if (a->cluster)
-      return hlb_cli_usage_error("sim", "one cluster file expected, got '%s' and '%s'", a->cluster,
-                                 argv[i]);
-    else
-      a->cluster = argv[i];
-  }
-  if (!a->cluster) return hlb_cli_usage_error("sim", "missing CLUSTER.json (see hlb sim --help)");
-  if (!a->items) return hlb_cli_usage_error("sim", "missing --items N");
+static int parse_args(int argc, char **argv, args *a, hlb_cli_args *cli) {
+  memset(a, 0, sizeof *a);
+  int rc = hlb_cli_parse(&hlb_cmd_sim_spec, argc, argv, cli);
+  if (rc) return rc;
+  a->cluster = cli->operand[0];
+  if (!hlb_cli_given(cli, "items")) return hlb_cli_usage_error("sim", "missing --items N");
+  a->items = hlb_cli_size(cli, "items");
+  a->policy = hlb_cli_text(cli, "policy");
+  a->params = hlb_cli_text(cli, "params");
+  a->trace = hlb_cli_text(cli, "trace");
+  a->seed = (uint64_t)hlb_cli_size(cli, "seed");
+  a->reps = hlb_cli_size(cli, "sim.reps");
+  a->granularity = hlb_cli_size(cli, "granularity");
+  a->json = hlb_cli_flag(cli, "json");
+  a->timing = hlb_cli_flag(cli, "timing");
+  a->no_noise = hlb_cli_flag(cli, "no-noise");
+  a->no_events = hlb_cli_flag(cli, "no-events");
+  a->progress = hlb_cli_show_progress(cli);
   return 0;
 }
 
@@ -162,10 +112,24 @@ static void add_run(row *w, hlb_sim_result *r, unsigned rep) {
   if (rep != 0) hlb_sim_result_free(r);
 }
 
-static int simulate(const args *a, const hlb_cluster *c, const char *policy, row *w) {
+/* "policy 3/9 plb-hac, repetition 2/5" on the terminal's line, for runs that take a while. */
+static void show_progress(const args *a, unsigned k, unsigned n, const char *policy, size_t rep) {
+  if (!a->progress || (n == 1 && a->reps == 1)) return;
+  fprintf(stderr, "\r\033[Khlb sim: policy %u/%u %s, repetition %zu/%zu", k + 1, n,
+          policy ? policy : "", rep + 1, a->reps);
+  fflush(stderr);
+}
+
+static void end_progress(const args *a) {
+  if (a->progress) fputs("\r\033[K", stderr);
+}
+
+static int simulate(const args *a, const hlb_cluster *c, const char *policy, row *w, unsigned k,
+                    unsigned n) {
   w->idle_sum = calloc(c->n_pus, sizeof *w->idle_sum);
   if (!w->idle_sum) return hlb_cli_usage_error("sim", "out of memory");
   for (size_t rep = 0; rep < a->reps; rep++) {
+    show_progress(a, k, n, policy, rep);
     hlb_sim_options o = {.n_items = a->items,
                          .granularity = a->granularity,
                          .policy = policy,
@@ -281,8 +245,10 @@ static int write_trace(const args *a, const hlb_cluster *c, const row *rows, uns
 
 int hlb_cmd_sim(int argc, char **argv) {
   args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc) return rc < 0 ? HLB_EXIT_OK : rc;
+  hlb_cli_args cli;
+  int rc = parse_args(argc, argv, &a, &cli);
+  hlb_cli_args_free(&cli); /* a's strings point into argv, the environment or the table */
+  if (rc) return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
   const char *names[MAX_POLICIES];
   unsigned n = 0;
   if ((rc = pick_policies(&a, names, &n))) return rc;
@@ -292,7 +258,8 @@ int hlb_cmd_sim(int argc, char **argv) {
   memset(rows, 0, sizeof rows);
   unsigned done = 0;
   for (; done < n && rc == 0; done++)
-    rc = simulate(&a, c, names[done], &rows[done]);
+    rc = simulate(&a, c, names[done], &rows[done], done, n);
+  end_progress(&a);
   if (rc == 0) rc = a.json ? print_json(&a, c, rows, n) : (print_text(&a, c, rows, n), 0);
   if (rc == 0 && a.trace) rc = write_trace(&a, c, rows, n);
   int all_exact = 1;

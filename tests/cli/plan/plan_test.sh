@@ -95,7 +95,7 @@ usage)
   run 2 plan "$example"
   one_line_with "missing --items"
   run 2 plan --items 5
-  one_line_with "missing the cluster file"
+  one_line_with "missing CLUSTER.json"
   run 2 plan "$example" --items 5 --solver lp_solve
   one_line_with "--solver" "lp_solve"
   run 2 plan "$example" --items -4
@@ -105,9 +105,13 @@ usage)
   run 2 plan "$example" --items 5 --frobnicate
   one_line_with "unknown option '--frobnicate'"
   run 2 plan "$example" "$example" --items 5
-  one_line_with "one cluster file only"
+  one_line_with "unexpected argument"
+  # --items 0 means the same in plan, sim and partition: bad input.
+  run 2 plan "$example" --items 0
+  one_line_with "--items" "'0'"
   run 0 plan --help
-  grep -q -- '--solver exact|glpk' "$tmp/out" || fail "help lacks the synopsis"
+  grep -q -- '--solver S' "$tmp/out" || fail "help lacks --solver"
+  grep -q -- 'exact' "$tmp/out" || fail "help lacks the solvers"
   ;;
 *)
   fail "unknown case $case_name"
