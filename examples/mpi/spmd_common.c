@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "spmd_common.h"
 
@@ -38,6 +39,9 @@ static int parse_counts(const char *opt, const char *s, spmd_args *a) {
     if (!*p) return 0;
   }
 }
+
+/* Iterations of the run, for the progress line. */
+static unsigned progress_total;
 
 int spmd_parse_args(int argc, char **argv, spmd_args *a, const char *usage) {
   memset(a, 0, sizeof *a);
@@ -88,6 +92,7 @@ int spmd_parse_args(int argc, char **argv, spmd_args *a, const char *usage) {
     }
     if (bad) return 2;
   }
+  progress_total = a->iterations;
   return 0;
 }
 
@@ -161,6 +166,37 @@ void spmd_layout_ints(const hlb_spmd *s, int size, int *counts, int *displs) {
   }
 }
 
+/* Whether the person's stderr is a terminal. Under mpirun a rank's stderr is a pipe to mpirun
+ * even then (Open MPI forwards it), so when rank 0's own stderr is not a terminal, ask about
+ * its parent's: mpirun, when it started rank 0 on this node (Linux /proc). */
+static int stderr_is_terminal(void) {
+  if (isatty(STDERR_FILENO)) return 1;
+  char path[64], target[256];
+  snprintf(path, sizeof path, "/proc/%ld/fd/2", (long)getppid());
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n <= 0) return 0;
+  target[n] = '\0';
+  return !strncmp(target, "/dev/pts/", 9) || !strncmp(target, "/dev/tty", 8);
+}
+
+/* Rank 0's progress line on a terminal (stderr), at most ten times a second; nothing when
+ * stderr is a pipe or a file, so the JSON report and the logs stay the same. */
+static int progress_shown;
+static void show_progress(const char *app, unsigned it) {
+  static double last_s = -1;
+  static int tty = -1;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (tty < 0) tty = rank == 0 && stderr_is_terminal();
+  double now = MPI_Wtime() - start_mpi_s;
+  if (!tty || (now - last_s < 0.1 && it + 1 < progress_total)) return;
+  last_s = now;
+  progress_shown = 1;
+  fprintf(stderr, "\r\033[Khlb_%s: iteration %u/%u, %.1f s, %u redistributions", app, it + 1,
+          progress_total, now, n_notes);
+  fflush(stderr);
+}
+
 void spmd_end_iteration(hlb_spmd *s, const char *app, double work, unsigned it) {
   int changed = 0;
   if (hlb_spmd_end(s, work, &changed)) {
@@ -170,6 +206,7 @@ void spmd_end_iteration(hlb_spmd *s, const char *app, double work, unsigned it) 
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   if (changed) spmd_note_redistribution(it);
+  show_progress(app, it);
 }
 
 void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s, double error,
@@ -177,6 +214,7 @@ void spmd_report(const char *app, const spmd_args *a, hlb_spmd *s, double time_s
   hlb_spmd_stats st;
   hlb_spmd_stats_get(s, &st);
   if (rank != 0) return;
+  if (progress_shown) fputs("\r\033[K", stderr);
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const size_t *counts = NULL;

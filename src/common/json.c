@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/error_internal.h"
 #include "common/json.h"
@@ -12,6 +13,9 @@
 #define HLB_JSON_MAX_BYTES (64u << 20)
 
 static int read_whole_file(const char *path, char **text_out) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return hlb__error(HLB_EIO, "%s: is a directory", path);
   FILE *f = fopen(path, "rb");
   if (!f) return hlb__error(HLB_EIO, "%s: cannot open: %s", path, strerror(errno));
   char *text = NULL;
@@ -36,11 +40,11 @@ static int read_whole_file(const char *path, char **text_out) {
     }
     if (got == 0) break;
   }
-  int read_failed = ferror(f);
+  int read_failed = ferror(f) ? errno : 0;
   fclose(f);
   if (read_failed) {
     free(text);
-    return hlb__error(HLB_EIO, "%s: read error", path);
+    return hlb__error(HLB_EIO, "%s: cannot read: %s", path, strerror(read_failed));
   }
   text[len] = '\0';
   *text_out = text;

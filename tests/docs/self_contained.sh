@@ -17,7 +17,7 @@ hits=$(git ls-files README.md docs include src apps tools examples bench presets
 
 # 2. The help of every command names only files that exist.
 help=$("$hlb" --help)
-for cmd in $("$hlb" --help | awk '/^commands:/ {on = 1; next} on && NF {print $1}'); do
+for cmd in $("$hlb" --help | awk '/^commands:/ {on = 1; next} on && !NF {exit} on {print $1}'); do
   help+=$'\n'$("$hlb" "$cmd" --help 2>&1)
 done
 for f in $(grep -o -E '\b(docs|examples|presets)/[A-Za-z0-9_./-]+[A-Za-z0-9_]' <<<"$help" | sort -u); do

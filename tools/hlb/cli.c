@@ -352,7 +352,6 @@ static int parse_flags(const hlb_cli_command *cmd, int argc, char **argv, hlb_cl
   optind = 0; /* glibc: a full re-initialisation, so parsing twice in one process works */
   opterr = 0;
   for (;;) {
-    int prev = optind ? optind : 1;
     int c = getopt_long(argc, argv, t->shortopts, t->longopts, NULL);
     if (c == -1) return 0;
     char buf[8];
@@ -364,8 +363,10 @@ static int parse_flags(const hlb_cli_command *cmd, int argc, char **argv, hlb_cl
       return hlb_cli_usage_error(cmd->name, "%s needs a value (see hlb %s --help)",
                                  flag_of(t, optopt, buf, sizeof buf), cmd->name);
     if (c == '?') {
+      /* An unknown short option is in optopt; an unknown long one is the argument getopt
+       * just stepped over. */
       const char *bad = optopt && optopt < 128 ? (snprintf(buf, sizeof buf, "-%c", optopt), buf)
-                                               : argv[prev < argc ? prev : argc - 1];
+                                               : argv[optind > 1 ? optind - 1 : 1];
       return hlb_cli_usage_error(cmd->name, "unknown option '%s' (see hlb %s --help)", bad,
                                  cmd->name);
     }

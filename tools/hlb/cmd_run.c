@@ -43,7 +43,11 @@ const hlb_cli_command hlb_cmd_run_spec = {
     .more_help = list_apps};
 
 typedef struct run_args {
-  const char *app, *policy, *params, *pus, *trace;
+  const char *app, *pus, *trace;
+  /* The policy and its parameters as shown (from the flag, the environment or the default),
+   * and as given to the library: only a flag's, so that the library reads the environment
+   * itself and names the variable in its errors. */
+  const char *policy, *params, *policy_arg, *params_arg;
   size_t size;
   uint64_t seed;
   int json, compare, mpi, progress;
@@ -61,6 +65,8 @@ static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   a->seed = (uint64_t)hlb_cli_size(cli, "seed");
   a->policy = hlb_cli_text(cli, "policy");
   a->params = hlb_cli_text(cli, "params");
+  a->policy_arg = hlb_cli_get(cli, "policy")->from == HLB_CLI_FLAG ? a->policy : NULL;
+  a->params_arg = hlb_cli_get(cli, "params")->from == HLB_CLI_FLAG ? a->params : NULL;
   a->pus = hlb_cli_text(cli, "pus");
   a->trace = hlb_cli_text(cli, "trace");
   a->inject = hlb_cli_text(cli, "inject");
@@ -343,8 +349,8 @@ static void print_header(const run_args *a, const hlb_app *app, const hlb_execut
 static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
-  o.policy = a->policy;
-  o.params = a->params;
+  o.policy = a->policy_arg;
+  o.params = a->params_arg;
   progress_line pl = {.app = a->app};
   if (a->progress) {
     o.progress = show_progress;
@@ -497,14 +503,14 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
                         const mpi_pu_names *g) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
-  o.policy = a->policy;
-  o.params = a->params;
+  o.policy = a->policy_arg;
+  o.params = a->params_arg;
   int rc = mpi_inject(a, g, &o);
   if (rc) return rc;
   outcome r[3];
   hlb_mpi_run_stats st[3];
   memset(st, 0, sizeof st);
-  const char *policies[3] = {a->policy, "greedy", "static"};
+  const char *policies[3] = {a->policy_arg, "greedy", "static"};
   int runs = a->compare ? 3 : 1;
   if (g->rank == 0 && !a->json) {
     printf("hlb run %s --mpi: size %zu, %zu items per pass, policy %s%s%s, %u PUs on %d ranks\n",

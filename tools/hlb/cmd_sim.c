@@ -54,8 +54,10 @@ static int parse_args(int argc, char **argv, args *a, hlb_cli_args *cli) {
   a->cluster = cli->operand[0];
   if (!hlb_cli_given(cli, "items")) return hlb_cli_usage_error("sim", "missing --items N");
   a->items = hlb_cli_size(cli, "items");
-  a->policy = hlb_cli_text(cli, "policy");
-  a->params = hlb_cli_text(cli, "params");
+  /* Only a flag's policy and parameters go to the library: it reads the environment itself
+   * (the same precedence) and names the variable in its errors. */
+  a->policy = hlb_cli_get(cli, "policy")->from == HLB_CLI_FLAG ? hlb_cli_text(cli, "policy") : NULL;
+  a->params = hlb_cli_get(cli, "params")->from == HLB_CLI_FLAG ? hlb_cli_text(cli, "params") : NULL;
   a->trace = hlb_cli_text(cli, "trace");
   a->seed = (uint64_t)hlb_cli_size(cli, "seed");
   a->reps = hlb_cli_size(cli, "sim.reps");
