@@ -158,7 +158,16 @@ typedef struct hlb_exec_options {
    * lock held (calls never overlap); keep it short and do not call the executor from it. */
   void (*progress)(void *user, const hlb_exec_progress *p);
   void *progress_user;
+  /* 1: keep every device even when it does fewer items per second than the host core it
+   * holds would do in the cpu PU (by default such a device is released after
+   * HLB_EXEC_RELEASE_BLOCKS blocks and its core given to the cpu PU; see docs/executor.md). */
+  int keep_weak_devices;
 } hlb_exec_options;
+
+/* Blocks a device and the cpu PU each finish before the device's rate is compared with the
+ * rate of the core it holds: the first blocks are small training blocks whose fixed costs
+ * make both look slow, and two of each is the least that shows a rate. */
+#define HLB_EXEC_RELEASE_BLOCKS 2u
 
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
  * no injection. */
@@ -175,6 +184,12 @@ typedef struct hlb_exec_pu_stats {
   hlb_curve model;      /* the fitted F + G when fitted */
   unsigned model_terms; /* mask of hlb_term of the fit */
   double model_r2;      /* R² of the fit (when fitted) */
+  /* 1 when the PU was released for not paying for the host core it holds (an OpenCL CPU
+   * device's compute units, a GPU's driver thread): it did fewer items per second than that
+   * core did in the cpu PU, which got the core back. The reason gives both figures. */
+  int released;
+  char release_reason[160];
+  unsigned cores_given; /* cpu PU: cores it got back from released PUs */
 } hlb_exec_pu_stats;
 
 typedef struct hlb_exec_stats {

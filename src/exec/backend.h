@@ -37,6 +37,9 @@ typedef struct hlb__backend_ops {
   int (*run)(void *dev, const hlb_codelet *cl, hlb_exec_call *call);
   /* 1 when the codelet has a kernel for this backend. */
   int (*has_kernel)(const hlb_codelet *cl);
+  /* Optional (cpu): change the cores a device runs its blocks on, from another thread while
+   * it runs; the next block uses them. */
+  void (*set_cores)(void *dev, unsigned cores);
 } hlb__backend_ops;
 
 /* The backend of a kind in this build, or NULL. */

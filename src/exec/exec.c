@@ -256,6 +256,57 @@ static void report_progress_locked(run_ctx *r) {
   r->opt.progress(r->opt.progress_user, &p);
 }
 
+/* Host cores PU i holds away from the cpu PU: a CPU-type OpenCL device's compute units (the
+ * cpu PU was narrowed by as many, Boiński & Czarnul section 4.3 "device fission"), any
+ * other device's driver thread (HLB_EXEC_CORES_PER_DEVICE). 0 for a cpu PU. */
+static unsigned held_cores(const hlb_executor *ex, unsigned i) {
+  const hlb_exec_pu *p = &ex->pu[i];
+  if (p->backend == HLB_BACKEND_CPU) return 0;
+  return p->backend == HLB_BACKEND_OPENCL && p->cores ? p->cores : HLB_EXEC_CORES_PER_DEVICE;
+}
+
+/* The cpu PU that gets a released device's cores: the first one named plain "cpu", whose
+ * cores were the machine's minus the devices' (a cpu:N the user sized is left as asked). */
+static int automatic_cpu_pu(const hlb_executor *ex) {
+  for (unsigned i = 0; i < ex->n; i++)
+    if (ex->pu[i].backend == HLB_BACKEND_CPU && !strcmp(ex->pu[i].name, "cpu")) return (int)i;
+  return -1;
+}
+
+static double items_per_busy_s(const hlb_exec_pu_stats *st) {
+  return st->busy_s > 0 ? (double)st->items / st->busy_s : 0;
+}
+
+/* A device that holds host cores is kept only while it adds more items per second than those
+ * cores add to the cpu PU (both measured over their finished blocks, emulated throttling
+ * included). Otherwise it is retired from this run and later runs of the executor, and its
+ * cores go to the cpu PU from its next block on. 1 when d's PU was released. */
+static int release_if_weak_locked(driver *d) {
+  run_ctx *r = d->r;
+  hlb_executor *ex = r->ex;
+  unsigned held = held_cores(ex, d->pu);
+  int cpu = automatic_cpu_pu(ex);
+  if (r->opt.keep_weak_devices || !held || cpu < 0 || !r->prepared[cpu] || !ex->ops[cpu]->set_cores)
+    return 0;
+  const hlb_exec_pu_stats *dev = &r->st[d->pu], *host = &r->st[cpu];
+  if (dev->blocks < HLB_EXEC_RELEASE_BLOCKS || host->blocks < HLB_EXEC_RELEASE_BLOCKS ||
+      host->retired)
+    return 0;
+  unsigned cores = ex->pu[cpu].cores + ex->cores_given[cpu];
+  double dev_rate = items_per_busy_s(dev), core_rate = items_per_busy_s(host) / cores;
+  if (!(core_rate > 0) || dev_rate >= core_rate * held) return 0;
+  if (hlb_balancer_retire(r->b, d->bpu)) return 0; /* a block still in flight: not now */
+  char host_name[sizeof ex->pu[cpu].name];
+  memcpy(host_name, ex->pu[cpu].name, sizeof host_name);
+  snprintf(ex->release_reason[d->pu], sizeof ex->release_reason[d->pu],
+           "released: %.3g items/s against %.3g items/s for the %u core%s it held in %s",
+           dev_rate, core_rate * held, held, held > 1 ? "s" : "", host_name);
+  ex->released[d->pu] = 1;
+  ex->cores_given[cpu] += held;
+  ex->ops[cpu]->set_cores(ex->dev[cpu], cores + held);
+  return 1;
+}
+
 static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   run_ctx *r = d->r;
   hlb_exec_pu_stats *st = &r->st[d->pu];
@@ -312,10 +363,12 @@ static void *drive(void *arg) {
     pthread_mutex_lock(&r->mu);
     r->in_flight--;
     int stop = 0;
-    if (rc == 0)
+    if (rc == 0) {
       block_done_locked(d, &s, throttle_s);
-    else
+      stop = release_if_weak_locked(d);
+    } else {
       stop = block_failed_locked(d, &blk);
+    }
     pthread_cond_broadcast(&r->cv);
     if (stop) break;
   }
@@ -382,7 +435,7 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
 static unsigned prepare_all(run_ctx *r, unsigned *bidx, int *first_err) {
   unsigned nb = 0;
   for (unsigned i = 0; i < r->ex->n; i++) {
-    if (!r->ex->ops[i]->has_kernel(r->cl)) continue;
+    if (!r->ex->ops[i]->has_kernel(r->cl) || r->ex->released[i]) continue;
     double t = hlb__now();
     int rc = r->ex->ops[i]->prepare(r->ex->dev[i], r->cl, r->shared[i]);
     r->st[i].setup_s = hlb__now() - t;
@@ -406,6 +459,11 @@ static void fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_i
   s->n_pus = r->ex->n;
   memcpy(s->pu, r->ex->pu, sizeof s->pu);
   memcpy(s->per_pu, r->st, sizeof s->per_pu);
+  for (unsigned i = 0; i < r->ex->n; i++) {
+    s->per_pu[i].released = r->ex->released[i];
+    memcpy(s->per_pu[i].release_reason, r->ex->release_reason[i], sizeof s->per_pu[i].release_reason);
+    s->per_pu[i].cores_given = r->ex->cores_given[i];
+  }
   s->makespan_s = r->last_end;
   s->solver_s = hlb_balancer_solver_seconds(r->b);
   for (unsigned j = 0; j < nb; j++) {

@@ -13,6 +13,12 @@ struct hlb_executor {
   /* Items per second of busy time each PU reached in the previous run (0 = not known):
    * the next run's speed hints, so knowledge carries over between iterations. */
   double rate[HLB_EXEC_MAX_PUS];
+  /* PUs released because they did not pay for the host core they hold (exec.c,
+   * release_if_weak_locked), with the reason; later runs leave them out, and the cpu PU keeps
+   * the cores it was given back. */
+  int released[HLB_EXEC_MAX_PUS];
+  char release_reason[HLB_EXEC_MAX_PUS][160];
+  unsigned cores_given[HLB_EXEC_MAX_PUS]; /* cpu PU: cores it got back from released PUs */
 };
 
 #endif

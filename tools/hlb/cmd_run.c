@@ -50,7 +50,7 @@ typedef struct run_args {
   const char *policy, *params, *policy_arg, *params_arg;
   size_t size;
   uint64_t seed;
-  int json, compare, mpi, progress;
+  int json, compare, mpi, progress, keep_devices;
   const char **throttle;
   unsigned n_throttle;
   const char *inject;
@@ -73,6 +73,7 @@ static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   a->json = hlb_cli_flag(cli, "json");
   a->compare = hlb_cli_flag(cli, "compare");
   a->mpi = hlb_cli_flag(cli, "mpi");
+  a->keep_devices = hlb_cli_flag(cli, "keep-devices");
   a->progress = hlb_cli_show_progress(cli);
   a->throttle = hlb_cli_get(cli, "throttle")->list;
   a->n_throttle = hlb_cli_get(cli, "throttle")->n_list;
@@ -175,7 +176,7 @@ static double imbalance_pct(const hlb_exec_stats *s) {
   double t[HLB_EXEC_MAX_PUS];
   unsigned n = 0;
   for (unsigned i = 0; i < s->n_pus; i++)
-    if (!s->per_pu[i].retired) t[n++] = s->per_pu[i].busy_s;
+    if (!s->per_pu[i].retired && !s->per_pu[i].released) t[n++] = s->per_pu[i].busy_s;
   hlb_imbalance im;
   if (n == 0 || hlb_imbalance_compute(t, n, &im) != 0) return NAN;
   return im.percent;
@@ -226,6 +227,13 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
     printf("%-10s %-7s %-*s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", name,
            hlb_backend_name(s->pu[i].backend), dev_w, s->pu[i].device_name, p->items, p->blocks, busy,
            100 - busy, p->failed_blocks, p->retired ? " (retired)" : "", model);
+  }
+  for (unsigned i = 0; i < s->n_pus; i++)
+    if (s->per_pu[i].released) printf("%s %s\n", s->pu[i].name, s->per_pu[i].release_reason);
+  for (unsigned i = 0; i < s->n_pus; i++) {
+    if (s->per_pu[i].cores_given)
+      printf("%s ran on %u more core%s from then on\n", s->pu[i].name, s->per_pu[i].cores_given,
+             s->per_pu[i].cores_given > 1 ? "s" : "");
   }
   printf("makespan %.4f s, imbalance %.1f %%, policy time %.4f s\n", s->makespan_s,
          imbalance_pct(s), s->solver_s);
@@ -283,6 +291,11 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
     cJSON_AddNumberToObject(p, "busy_pct", hlb_exec_busy_pct(s, i));
     cJSON_AddNumberToObject(p, "failed_blocks", (double)s->per_pu[i].failed_blocks);
     cJSON_AddBoolToObject(p, "retired", s->per_pu[i].retired);
+    cJSON_AddBoolToObject(p, "released", s->per_pu[i].released);
+    if (s->per_pu[i].released)
+      cJSON_AddStringToObject(p, "release_reason", s->per_pu[i].release_reason);
+    if (s->per_pu[i].cores_given)
+      cJSON_AddNumberToObject(p, "cores_given", s->per_pu[i].cores_given);
     cJSON_AddNumberToObject(p, "throttle", s->pu[i].throttle);
     cJSON_AddBoolToObject(p, "throttle_emulated", s->pu[i].throttle > 1);
     cJSON_AddItemToObject(p, "model", model_json(&s->per_pu[i]));
@@ -351,6 +364,7 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   hlb_exec_options_default(&o);
   o.policy = a->policy_arg;
   o.params = a->params_arg;
+  o.keep_weak_devices = a->keep_devices;
   progress_line pl = {.app = a->app};
   if (a->progress) {
     o.progress = show_progress;

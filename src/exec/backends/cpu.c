@@ -95,10 +95,15 @@ static int cpu_copy(void *dev, void *dst, const void *src, size_t bytes) {
 
 static int cpu_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
   cpu_dev *d = dev;
-  call->threads = d->cores;
+  /* Atomic: another driver may give this PU a core mid-run (cpu_set_cores). */
+  call->threads = __atomic_load_n(&d->cores, __ATOMIC_RELAXED);
   call->queue = NULL;
   call->device = 0;
   return cl->cpu(call);
+}
+
+static void cpu_set_cores(void *dev, unsigned cores) {
+  __atomic_store_n(&((cpu_dev *)dev)->cores, cores, __ATOMIC_RELAXED);
 }
 
 static int cpu_has_kernel(const hlb_codelet *cl) {
@@ -119,4 +124,5 @@ const hlb__backend_ops hlb__backend_cpu = {
     .to_host = cpu_copy,
     .run = cpu_run,
     .has_kernel = cpu_has_kernel,
+    .set_cores = cpu_set_cores,
 };
