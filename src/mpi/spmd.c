@@ -239,6 +239,12 @@ int hlb_spmd_set_row_weights(hlb_spmd *s, const double *local) {
   }
   free(s->row_weights);
   s->row_weights = global;
+  /* The policy was set up with the old weights: set it up again with the new ones at the next
+   * decision (every rank does the same, so the decisions stay alike). */
+  if (s->policy_state) {
+    s->policy->fini(s->policy_state);
+    s->policy_state = NULL;
+  }
   return 0;
 }
 

@@ -99,6 +99,7 @@ typedef struct hlb_repart_state {
   int frozen;            /* a move was undone: no moves from averages until the load changes */
   unsigned from_average; /* moves from averages since the last change of load */
   unsigned moves;        /* redistributions since the last change of load, undos included */
+  double *own_weights;   /* the copy of ctx.row_weights this state reads (NULL: uniform) */
 } hlb_repart_state;
 
 static void hlbr_fini(void *state);
@@ -127,6 +128,18 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
   s->shared_then = s->shared + n;
   s->shared_before = s->shared_then + n;
   s->ctx = *ctx;
+  /* The caller may free or change its weights after init (hlb_spmd_set_row_weights does):
+   * keep a copy of what this state uses. */
+  if (ctx->row_weights) {
+    double *w = malloc(ctx->total_rows * sizeof *w);
+    if (!w) {
+      hlbr_fini(s);
+      return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory for %zu row weights",
+                        ctx->total_rows);
+    }
+    memcpy(w, ctx->row_weights, ctx->total_rows * sizeof *w);
+    s->ctx.row_weights = s->own_weights = w;
+  }
   *state = s;
   return 0;
 }
@@ -425,6 +438,7 @@ static void hlbr_fini(void *state) {
     free(s->speed);
     free(s->shared);
     free(s->undo_counts);
+    free(s->own_weights);
   }
   free(s);
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -216,6 +217,37 @@ static void hlb_splits_by_row_weights(void **state) {
   assert_int_equal(next[0], 3); /* weight 15 of 30 */
   assert_int_equal(next[1], 7);
   stop(&h);
+}
+
+/* Every policy copies the row weights it keeps: the caller's array may be freed right after
+ * init (hlb_spmd_set_row_weights frees the old one). Under AddressSanitizer a policy that kept
+ * the pointer fails here with a use after free; without it, the poisoned values (NaN) would
+ * give a different split than the weights the policy was given. */
+static void policies_copy_row_weights(void **state) {
+  (void)state;
+  for (unsigned k = 0; k < hlb_repart_count(); k++) {
+    const char *name = hlb_repart_at(k)->name;
+    double *w = malloc(10 * sizeof *w);
+    for (int i = 0; i < 10; i++)
+      w[i] = i < 5 ? 5 : 1;
+    harness h;
+    start(&h, name, name[0] == 'h' ? "window=1" : NULL, 2, 10, w);
+    for (int i = 0; i < 10; i++)
+      w[i] = NAN;
+    free(w);
+    hlb_rank_interval iv[2] = {{.real_s = 25, .cpu_s = 25, .work = 25, .rows = 5, .iterations = 1},
+                               {.real_s = 25, .cpu_s = 25, .comm_s = 20, .work = 5, .rows = 5,
+                                .iterations = 1}};
+    size_t next[2];
+    hlb_repart_decision d = {0};
+    assert_int_equal(h.ops->decide(h.state, iv, h.counts, next, &d), 0);
+    if (d.rebalance) assert_int_equal(next[0] + next[1], 10);
+    if (!strcmp(name, "hlb")) {
+      assert_true(d.rebalance);
+      assert_int_equal(next[0], 3); /* the copied weights: 15 of 30 */
+    }
+    stop(&h);
+  }
 }
 
 /* Deterministic noise in [1 - amp, 1 + amp] (a small LCG: the test must not depend on libc). */
@@ -472,6 +504,7 @@ int main(void) {
       cmocka_unit_test(hlb_ignores_drift_that_averages_out),
       cmocka_unit_test(hlb_skips_moves_that_cannot_pay_off),
       cmocka_unit_test(hlb_splits_by_row_weights),
+      cmocka_unit_test(policies_copy_row_weights),
       cmocka_unit_test(hlb_refines_a_split_whose_speed_depends_on_it),
       cmocka_unit_test(hlb_secant_reaches_a_steep_fixed_point),
       cmocka_unit_test(hlb_counts_time_outside_the_windows_as_busy),
