@@ -190,6 +190,9 @@ typedef struct hlb_exec_pu_stats {
   int released;
   char release_reason[160];
   unsigned cores_given; /* cpu PU: cores it got back from released PUs */
+  /* Why the PU did no work or stopped: its kernel could not be built or loaded (the
+   * compiler's message), or its last failed block's error when it was retired; "" otherwise. */
+  char failure[256];
 } hlb_exec_pu_stats;
 
 typedef struct hlb_exec_stats {

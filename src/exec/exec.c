@@ -215,6 +215,8 @@ static int block_failed_locked(driver *d, const hlb_block *blk) {
   if (++d->fail_streak < limit) return 0;
   hlb_balancer_retire(r->b, d->bpu);
   r->st[d->pu].retired = 1;
+  /* The stats keep the first part of a long message. */
+  memcpy(r->st[d->pu].failure, r->fail_text, sizeof r->st[d->pu].failure - 1);
   return 1;
 }
 
@@ -440,8 +442,10 @@ static unsigned prepare_all(run_ctx *r, unsigned *bidx, int *first_err) {
     int rc = r->ex->ops[i]->prepare(r->ex->dev[i], r->cl, r->shared[i]);
     r->st[i].setup_s = hlb__now() - t;
     if (rc) {
-      /* A PU that cannot even load the kernel is left out, like a retired one. */
+      /* A PU that cannot even load the kernel is left out, like a retired one; the reason
+       * (e.g. the OpenCL compiler's log) stays in its stats for the caller to show. */
       r->st[i].retired = 1;
+      snprintf(r->st[i].failure, sizeof r->st[i].failure, "%s", hlb_last_error());
       if (!*first_err) *first_err = rc;
       continue;
     }
@@ -564,5 +568,8 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
   for (unsigned i = 0; i < ex->n; i++)
     if (r->prepared[i]) ex->ops[i]->unprepare(ex->dev[i]);
   free(r);
+  /* A run that succeeded with some PUs left out must not leave their errors behind as the
+   * last error: they are in the stats (failure) instead. */
+  if (rc == 0) hlb_clear_error();
   return rc;
 }

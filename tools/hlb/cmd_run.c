@@ -230,6 +230,11 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
   }
   for (unsigned i = 0; i < s->n_pus; i++)
     if (s->per_pu[i].released) printf("%s %s\n", s->pu[i].name, s->per_pu[i].release_reason);
+  for (unsigned i = 0; i < s->n_pus; i++)
+    if (s->per_pu[i].failure[0])
+      fprintf(stderr, "hlb run: warning: %s %s: %s\n", s->pu[i].name,
+              s->per_pu[i].blocks || s->per_pu[i].failed_blocks ? "retired" : "left out",
+              s->per_pu[i].failure);
   for (unsigned i = 0; i < s->n_pus; i++) {
     if (s->per_pu[i].cores_given)
       printf("%s ran on %u more core%s from then on\n", s->pu[i].name, s->per_pu[i].cores_given,
@@ -292,6 +297,7 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
     cJSON_AddNumberToObject(p, "failed_blocks", (double)s->per_pu[i].failed_blocks);
     cJSON_AddBoolToObject(p, "retired", s->per_pu[i].retired);
     cJSON_AddBoolToObject(p, "released", s->per_pu[i].released);
+    if (s->per_pu[i].failure[0]) cJSON_AddStringToObject(p, "failure", s->per_pu[i].failure);
     if (s->per_pu[i].released)
       cJSON_AddStringToObject(p, "release_reason", s->per_pu[i].release_reason);
     if (s->per_pu[i].cores_given)

@@ -126,6 +126,31 @@ static void test_bad_kernel(void **st) {
   hlb_executor_destroy(ex);
 }
 
+/* With a cpu PU beside it, a kernel that does not build leaves the OpenCL PU out: the run
+ * succeeds on the cpu, the stats keep the compiler's reason for that PU, and the successful
+ * call leaves no error behind. */
+static void test_bad_kernel_beside_cpu(void **st) {
+  (void)st;
+  hlb_exec_pu pus[2];
+  unsigned n;
+  assert_int_equal(hlb_exec_parse_pus("cpu:1,opencl:0", pus, 2, &n), 0);
+  hlb_executor *ex = NULL;
+  assert_int_equal(hlb_executor_create(pus, n, &ex), 0);
+  hlb_codelet cl = codelet();
+  cl.opencl_source = "kernel void k(this is not OpenCL) {}";
+  hlb_exec_stats s = {0};
+  assert_int_equal(hlb_executor_run(ex, &cl, N, NULL, &s), 0);
+  check();
+  assert_string_equal(hlb_last_error(), "");
+  assert_int_equal(s.per_pu[1].items, 0);
+  assert_int_equal(s.per_pu[1].retired, 1);
+  assert_non_null(strstr(s.per_pu[1].failure, "build failed"));
+  assert_string_equal(s.per_pu[0].failure, "");
+  assert_int_equal(s.per_pu[0].items, N);
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
 int main(void) {
   if (!hlb_backend_built(HLB_BACKEND_OPENCL) || hlb_backend_devices(HLB_BACKEND_OPENCL) == 0) {
     printf("no OpenCL device: skipped\n");
@@ -136,6 +161,7 @@ int main(void) {
       cmocka_unit_test(test_opencl_with_cpu),
       cmocka_unit_test(test_fission),
       cmocka_unit_test(test_bad_kernel),
+      cmocka_unit_test(test_bad_kernel_beside_cpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
