@@ -1,11 +1,38 @@
-/* The reference makespan of a simulation (hlb_sim_lower_bound; docs/simulator.md). */
+/* The reference makespan of a simulation (hlb_sim_lower_bound; docs/simulator.md).
+ *
+ * A true lower bound, whatever the curves. Write c_p(y) = F_p(y) + G_p(y) for the time of one
+ * block of y items on PU p (its compute curve plus the uncontended transfer of the block), and
+ *
+ *     m_p(x) = min over real y in [1, x] of c_p(y) / y     (the best time per item of a block
+ *                                                          that fits in x items; c_p(1) for x < 1)
+ *     L_p(x) = x * m_p(x).
+ *
+ * Claim: a PU that processes x items, in any number of blocks of any sizes, is busy at least
+ * L_p(x). Proof: its blocks y_1..y_k are whole items, 1 <= y_i <= x, sum y_i = x, and each takes
+ * c_p(y_i) at least (noise-free; a shared link or a slowdown only adds), so the busy time is
+ * at least sum c_p(y_i) = sum y_i * c_p(y_i) / y_i >= sum y_i * m_p(x) = x m_p(x).
+ * L_p is nondecreasing (for x < x', if m_p(x') < m_p(x) the minimum is reached at some
+ * y in (x, x'], and x' m_p(x') = x' c_p(y) / y >= c_p(y) >= c_p(x) >= x m_p(x), c_p being
+ * nondecreasing as the cluster loader checks). So in any run that ends at T, PU p did at most
+ * X_p(T) = sup {x <= its cap : L_p(x) <= T} items, and sum X_p(T) >= N. The bound is the smallest
+ * such T, found by bisection over T, each X_p(T) by bisection over x.
+ *
+ * For subadditive curves (fixed cost >= 0 plus linear, every paper preset) c_p(y) / y falls
+ * with y, m_p(x) = c_p(x) / x, L_p = c_p, and the bound is the one-block-per-PU equal-finish-
+ * time split it always was. With quadratic, cubic or x ln x terms, cutting a share into blocks
+ * near the best size per item is cheaper than one block, and the bound says so.
+ *
+ * m_p needs the minima of c_p(y) / y = f / y + l + q y + r y^2 + s ln y (f: fixed cost per
+ * block incl. latencies, l: per-item cost incl. bytes, q, r, s: quadratic, cubic, x ln x); its
+ * derivative times y^2 is the cubic g(y) = 2 r y^3 + q y^2 + s y - f, whose real roots (at most
+ * three) are found exactly enough by bisection between the cubic's own turning points. */
+#include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "common/error_internal.h"
 #include "hlb/partition.h"
 #include "hlb/sim.h"
-
-#include <stdlib.h>
 
 static double per_byte(const hlb_link *l) {
   return isinf(l->bandwidth_Bps) ? 0.0 : 1.0 / l->bandwidth_Bps;
@@ -21,18 +48,134 @@ void hlb_sim_pu_curve(const hlb_cluster *c, unsigned p, hlb_curve *out) {
   out->transfer_fixed = 2.0 * (ln->latency_s + lp->latency_s);
 }
 
+/* One PU's block time c(y) = f + l y + q y^2 + r y^3 + s y ln y, its cap, and the stationary
+ * points of c(y) / y on [1, inf). */
+typedef struct pu_bound {
+  double f, l, q, r, s;
+  double cap;
+  double stat[3];
+  unsigned n_stat;
+} pu_bound;
+
+static double block_time(const pu_bound *b, double y) {
+  return b->f + y * (b->l + y * (b->q + y * b->r)) + (y > 0 ? b->s * y * log(y) : 0.0);
+}
+
+static double cubic(const pu_bound *b, double y) {
+  return ((2.0 * b->r * y + b->q) * y + b->s) * y - b->f;
+}
+
+/* A root of the cubic in [lo, hi], where it changes sign (or lo when it does not). */
+static double root_between(const pu_bound *b, double lo, double hi) {
+  double glo = cubic(b, lo), ghi = cubic(b, hi);
+  if (glo == 0) return lo;
+  if ((glo < 0) == (ghi < 0)) return NAN;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * fmax(1.0, fabs(hi)); i++) {
+    double mid = 0.5 * (lo + hi), gm = cubic(b, mid);
+    if ((gm < 0) == (glo < 0))
+      lo = mid, glo = gm;
+    else
+      hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+/* The cubic's real roots >= 1: between its turning points (roots of 6 r y^2 + 2 q y + s) it is
+ * monotone, so each stretch holds at most one root. */
+static void find_stationary(pu_bound *b, double y_max) {
+  double cut[4] = {1.0}, a = 6.0 * b->r, bq = 2.0 * b->q, cs = b->s;
+  unsigned n = 1;
+  if (a != 0) {
+    double disc = bq * bq - 4.0 * a * cs;
+    if (disc >= 0) {
+      double t1 = (-bq - sqrt(disc)) / (2.0 * a), t2 = (-bq + sqrt(disc)) / (2.0 * a);
+      if (t1 > t2) {
+        double t = t1;
+        t1 = t2, t2 = t;
+      }
+      if (t1 > 1.0 && t1 < y_max) cut[n++] = t1;
+      if (t2 > 1.0 && t2 < y_max) cut[n++] = t2;
+    }
+  } else if (bq != 0 && -cs / bq > 1.0 && -cs / bq < y_max) {
+    cut[n++] = -cs / bq;
+  }
+  cut[n++] = y_max;
+  b->n_stat = 0;
+  for (unsigned i = 0; i + 1 < n && b->n_stat < 3; i++) {
+    double y = root_between(b, cut[i], cut[i + 1]);
+    if (isfinite(y)) b->stat[b->n_stat++] = y;
+  }
+}
+
+/* L(x) = x * (least c(y) / y over y in [1, x]); x c(1) below one item. */
+static double least_busy(const pu_bound *b, double x) {
+  if (x <= 0) return 0;
+  if (x <= 1) return x * block_time(b, 1.0);
+  double best = fmin(block_time(b, 1.0), block_time(b, x) / x);
+  for (unsigned i = 0; i < b->n_stat; i++)
+    if (b->stat[i] <= x) best = fmin(best, block_time(b, b->stat[i]) / b->stat[i]);
+  return x * best;
+}
+
+/* The most items the PU can have done by T: L is nondecreasing, so bisect. */
+static double most_items(const pu_bound *b, double T, double n_items) {
+  double hi = fmin(b->cap, n_items);
+  if (least_busy(b, hi) <= T) return hi;
+  double lo = 0;
+  for (int i = 0; i < 100 && hi - lo > 1e-9 * fmax(1.0, hi); i++) {
+    double mid = 0.5 * (lo + hi);
+    if (least_busy(b, mid) <= T)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static double items_by(const pu_bound *pb, unsigned n, double T, double n_items) {
+  double sum = 0;
+  for (unsigned p = 0; p < n; p++)
+    sum += most_items(&pb[p], T, n_items);
+  return sum;
+}
+
+static void describe_pu(const hlb_cluster *c, unsigned p, double n_items, pu_bound *b) {
+  hlb_curve g;
+  hlb_sim_pu_curve(c, p, &g);
+  const double *poly = c->pus[p].poly; /* const, linear, quadratic, cubic, x ln x */
+  *b = (pu_bound){.f = poly[0] + g.transfer_fixed,
+                  .l = poly[1] + g.transfer_per_item,
+                  .q = poly[2],
+                  .r = poly[3],
+                  .s = poly[4],
+                  .cap = c->pus[p].max_items == SIZE_MAX ? n_items : (double)c->pus[p].max_items};
+  find_stationary(b, fmax(2.0, n_items));
+}
+
 int hlb_sim_lower_bound(const hlb_cluster *c, size_t n_items, double *out) {
   if (!c || !out || c->n_pus == 0 || n_items == 0)
     return hlb__error(HLB_EINVAL, "sim: lower bound needs a cluster with PUs and items > 0");
-  hlb_curve *k = malloc(c->n_pus * sizeof *k);
-  double *x = malloc(c->n_pus * sizeof *x);
+  pu_bound *pb = malloc(c->n_pus * sizeof *pb);
+  if (!pb) return hlb__error(HLB_ENOMEM, "sim: lower bound for %u PUs: out of memory", c->n_pus);
+  double N = (double)n_items, hi = 0;
+  for (unsigned p = 0; p < c->n_pus; p++) {
+    describe_pu(c, p, N, &pb[p]);
+    hi = fmax(hi, least_busy(&pb[p], N)); /* any one PU doing everything */
+  }
   int rc = 0;
-  if (!k || !x) rc = hlb__error(HLB_ENOMEM, "sim: lower bound for %u PUs: out of memory", c->n_pus);
-  for (unsigned p = 0; rc == 0 && p < c->n_pus; p++)
-    hlb_sim_pu_curve(c, p, &k[p]);
-  if (rc == 0) rc = hlb_eft_solve(k, NULL, c->n_pus, (double)n_items, x, out);
-  if (rc < 0) rc = hlb__error_prefix(rc, "sim: lower bound: ");
-  free(k);
-  free(x);
+  if (items_by(pb, c->n_pus, hi, N) < N * (1 - 1e-12))
+    rc = hlb__error(HLB_EINVAL, "sim: lower bound: the PUs' max_items hold fewer than %zu items",
+                    n_items);
+  double lo = 0;
+  for (int i = 0; rc == 0 && i < 200 && hi - lo > 1e-12 * hi; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (items_by(pb, c->n_pus, mid, N) >= N * (1 - 1e-12))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  /* lo is below the bound by at most the bisection's width: a bound stays a bound. */
+  if (rc == 0) *out = lo;
+  free(pb);
   return rc;
 }
