@@ -31,6 +31,15 @@ typedef struct run_ctx {
   /* For the progress display: each PU's last block size and balancer index; guarded by mu. */
   size_t last_block[HLB_EXEC_MAX_PUS];
   int bpu_of[HLB_EXEC_MAX_PUS];
+  /* Each PU's block in flight (for judging a device before its block ends); guarded by mu. */
+  int in_block[HLB_EXEC_MAX_PUS];
+  double block_start[HLB_EXEC_MAX_PUS];
+  size_t block_count[HLB_EXEC_MAX_PUS];
+  hlb_block block[HLB_EXEC_MAX_PUS];
+  /* committing: the PU is writing its block's output back (it can no longer be abandoned);
+   * abandoned: its block in flight was given back to the pool when it was released, so it
+   * must not write its output. Both guarded by mu. */
+  int committing[HLB_EXEC_MAX_PUS], abandoned[HLB_EXEC_MAX_PUS];
   size_t n_items;
 } run_ctx;
 
@@ -163,6 +172,17 @@ static void sleep_s(double s) {
 }
 
 /* Run one block outside the lock; fill the sample's times. */
+/* Before writing a block's output: 0 when the block was abandoned (its PU released while it
+ * ran, the items back in the pool), else 1, and the block can no longer be abandoned. */
+static int commit(driver *d) {
+  run_ctx *r = d->r;
+  pthread_mutex_lock(&r->mu);
+  int go = !r->abandoned[d->pu];
+  if (go) r->committing[d->pu] = 1;
+  pthread_mutex_unlock(&r->mu);
+  return go;
+}
+
 static int run_block(driver *d, const hlb_block *blk, hlb_sample *s, double *throttle_s) {
   run_ctx *r = d->r;
   hlb_exec_call call = {.begin = blk->begin, .count = blk->count, .user = r->cl->user};
@@ -176,6 +196,7 @@ static int run_block(driver *d, const hlb_block *blk, hlb_sample *s, double *thr
                     r->ex->pu[d->pu].name, d->started, blk->begin, blk->count);
   if (rc == 0) rc = r->ex->ops[d->pu]->run(r->ex->dev[d->pu], r->cl, &call);
   double t_c = hlb__now();
+  if (rc == 0 && !commit(d)) return 0; /* released meanwhile: its items went to the others */
   if (rc == 0) rc = stage_out(d, blk);
   double t_d = hlb__now();
   double compute = t_c - t_b;
@@ -279,34 +300,80 @@ static double items_per_busy_s(const hlb_exec_pu_stats *st) {
   return st->busy_s > 0 ? (double)st->items / st->busy_s : 0;
 }
 
-/* A device that holds host cores is kept only while it adds more items per second than those
- * cores add to the cpu PU (both measured over their finished blocks, emulated throttling
- * included). Otherwise it is retired from this run and later runs of the executor, and its
- * cores go to the cpu PU from its next block on. 1 when d's PU was released. */
-static int release_if_weak_locked(driver *d) {
-  run_ctx *r = d->r;
+/* Release device PU `dev` (see should_release): its cores go to the cpu PU from its next block
+ * on; the device is retired now, or, with a block in flight, when that block ends (the block
+ * is finished, not lost: every item is still done once). */
+static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, double core_rate,
+                           int in_flight) {
   hlb_executor *ex = r->ex;
-  unsigned held = held_cores(ex, d->pu);
-  int cpu = automatic_cpu_pu(ex);
-  if (r->opt.keep_weak_devices || !held || cpu < 0 || !r->prepared[cpu] || !ex->ops[cpu]->set_cores)
-    return 0;
-  const hlb_exec_pu_stats *dev = &r->st[d->pu], *host = &r->st[cpu];
-  if (dev->blocks < HLB_EXEC_RELEASE_BLOCKS || host->blocks < HLB_EXEC_RELEASE_BLOCKS ||
-      host->retired)
-    return 0;
-  unsigned cores = ex->pu[cpu].cores + ex->cores_given[cpu];
-  double dev_rate = items_per_busy_s(dev), core_rate = items_per_busy_s(host) / cores;
-  if (!(core_rate > 0) || dev_rate >= core_rate * held) return 0;
-  if (hlb_balancer_retire(r->b, d->bpu)) return 0; /* a block still in flight: not now */
+  unsigned held = held_cores(ex, dev), cores = ex->pu[cpu].cores + ex->cores_given[cpu];
   char host_name[sizeof ex->pu[cpu].name];
   memcpy(host_name, ex->pu[cpu].name, sizeof host_name);
-  snprintf(ex->release_reason[d->pu], sizeof ex->release_reason[d->pu],
-           "released: %.3g items/s against %.3g items/s for the %u core%s it held in %s",
-           dev_rate, core_rate * held, held, held > 1 ? "s" : "", host_name);
-  ex->released[d->pu] = 1;
+  snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
+           "released: %s%.3g items/s against %.3g items/s for the %u core%s it held in %s",
+           in_flight ? "at most " : "", dev_rate, core_rate * held, held, held > 1 ? "s" : "",
+           host_name);
+  ex->released[dev] = 1;
   ex->cores_given[cpu] += held;
   ex->ops[cpu]->set_cores(ex->dev[cpu], cores + held);
-  return 1;
+  unsigned bpu = (unsigned)r->bpu_of[dev];
+  if (in_flight && !r->committing[dev]) {
+    /* Its block would end long after the cpu PU could do it: give the items back now, and the
+     * device drops its output when the kernel returns (commit). */
+    r->abandoned[dev] = 1;
+    hlb_balancer_fail(r->b, bpu, &r->block[dev], rel_now(r));
+    in_flight = 0;
+  }
+  if (!in_flight) hlb_balancer_retire(r->b, bpu);
+}
+
+/* A device that holds host cores is kept only while it adds more items per second than those
+ * cores add to the cpu PU (both measured in this run over their finished blocks, emulated
+ * throttling included). It is judged once it finished HLB_EXEC_RELEASE_BLOCKS blocks; or,
+ * earlier, while its second block runs: its items over its busy time so far, counting the
+ * block in flight as done, is more than it can have reached, so when even that is below the
+ * cores' rate the device is slower for sure. (Its first block is never judged in flight: it
+ * may carry a one-time warm-up.) Returns 1 and fills the rates when `dev` should go. */
+static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_rate,
+                          double *core_rate) {
+  const hlb_executor *ex = r->ex;
+  unsigned held = held_cores(ex, dev);
+  if (r->opt.keep_weak_devices || !held || cpu < 0 || !r->prepared[cpu] || !r->prepared[dev] ||
+      !ex->ops[cpu]->set_cores || ex->released[dev])
+    return 0;
+  const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
+  if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
+  *core_rate = items_per_busy_s(host) / (ex->pu[cpu].cores + ex->cores_given[cpu]);
+  if (r->in_block[dev]) {
+    if (d->blocks < 1) return 0;
+    double busy = d->busy_s + (rel_now(r) - r->block_start[dev]);
+    *dev_rate = (double)(d->items + r->block_count[dev]) / busy;
+  } else {
+    if (d->blocks < HLB_EXEC_RELEASE_BLOCKS) return 0;
+    *dev_rate = items_per_busy_s(d);
+  }
+  return *core_rate > 0 && *dev_rate < *core_rate * held;
+}
+
+/* After d's block: judge d if it is a device (1: d stops), or, if d is the cpu PU, the devices
+ * whose block is in flight. */
+static int release_weak_locked(driver *d) {
+  run_ctx *r = d->r;
+  int cpu = automatic_cpu_pu(r->ex);
+  double dev_rate, core_rate;
+  if (r->ex->released[d->pu]) { /* released while its block ran: retire it now */
+    hlb_balancer_retire(r->b, d->bpu);
+    return 1;
+  }
+  if ((int)d->pu != cpu) {
+    if (!should_release(r, d->pu, cpu, &dev_rate, &core_rate)) return 0;
+    release_locked(r, d->pu, cpu, dev_rate, core_rate, 0);
+    return 1;
+  }
+  for (unsigned i = 0; i < r->ex->n; i++)
+    if ((int)i != cpu && r->in_block[i] && should_release(r, i, cpu, &dev_rate, &core_rate))
+      release_locked(r, i, cpu, dev_rate, core_rate, 1);
+  return 0;
 }
 
 static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
@@ -358,16 +425,28 @@ static void *drive(void *arg) {
   pthread_mutex_lock(&r->mu);
   while (next_locked(d, &blk)) {
     r->in_flight++;
+    r->in_block[d->pu] = 1;
+    r->committing[d->pu] = 0;
+    r->block[d->pu] = blk;
+    r->block_start[d->pu] = rel_now(r);
+    r->block_count[d->pu] = blk.count;
+    r->bpu_of[d->pu] = (int)d->bpu;
     pthread_mutex_unlock(&r->mu);
     hlb_sample s;
     double throttle_s = 0;
     int rc = run_block(d, &blk, &s, &throttle_s);
     pthread_mutex_lock(&r->mu);
     r->in_flight--;
+    r->in_block[d->pu] = 0;
     int stop = 0;
-    if (rc == 0) {
+    if (r->abandoned[d->pu]) {
+      /* Released while the block ran; the block is already back in the pool and the PU
+       * retired (release_locked): nothing to record. */
+      pthread_cond_broadcast(&r->cv);
+      break;
+    } else if (rc == 0) {
       block_done_locked(d, &s, throttle_s);
-      stop = release_if_weak_locked(d);
+      stop = release_weak_locked(d);
     } else {
       stop = block_failed_locked(d, &blk);
     }
