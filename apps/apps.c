@@ -9,8 +9,7 @@ extern const hlb__app_ops hlb__app_matmul, hlb__app_blackscholes, hlb__app_kmean
     hlb__app_mandelbrot, hlb__app_spmv;
 
 static const hlb__app_ops *const apps[] = {&hlb__app_matmul, &hlb__app_blackscholes,
-                                           &hlb__app_kmeans, &hlb__app_mandelbrot,
-                                           &hlb__app_spmv};
+                                           &hlb__app_kmeans, &hlb__app_mandelbrot, &hlb__app_spmv};
 #define N_APPS (sizeof apps / sizeof apps[0])
 
 struct hlb_app {

@@ -21,7 +21,7 @@ typedef struct hlb_app_info {
   size_t default_size;      /* about a second on one core */
   size_t test_size;         /* well under a second: for the tests */
   size_t max_size;
-  size_t min_size;          /* smallest valid size; 0 means 2 */
+  size_t min_size; /* smallest valid size; 0 means 2 */
 } hlb_app_info;
 
 unsigned hlb_app_count(void);

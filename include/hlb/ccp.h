@@ -1,8 +1,8 @@
 /* One-dimensional partitioning of a cell sequence between ranks (Issakhov et al., Issakhov,
  * Abylkasymova, Mansurova 2021): the exact chains-on-chains partitioner (CCP), the diffusive
- * refinement of the split offsets (Issakhov et al., eq. 5-7), the 25 % truncated mean of per-step timings,
- * the per-type weight estimate A c ~= l by least squares (Issakhov et al., eq. 3-4) and the imbalance
- * metrics I%, I_t, I_T (Issakhov et al., section 1).
+ * refinement of the split offsets (Issakhov et al., eq. 5-7), the 25 % truncated mean of per-step
+ * timings, the per-type weight estimate A c ~= l by least squares (Issakhov et al., eq. 3-4) and
+ * the imbalance metrics I%, I_t, I_T (Issakhov et al., section 1).
  *
  * A partition of m cells between P ranks is given by P + 1 offsets o_0 = 0 <= o_1 <= ... <=
  * o_P = m: rank p owns the cells [o_p, o_{p+1}). Parts may be empty. The MPI layer turns
@@ -68,10 +68,11 @@ HLB_EXTERN int hlb_ccp_counts_from_offsets(const size_t *offsets, unsigned P, si
 HLB_EXTERN int hlb_ccp_evaluate(const double *w, size_t m, const double *speed, unsigned P,
                                 const size_t *offsets, double *bottleneck_out);
 
-/* ---- measured loads (Issakhov et al., eq. 1-2) ------------------------------------------------------- */
+/* ---- measured loads (Issakhov et al., eq. 1-2)
+ * ------------------------------------------------------- */
 
-/* Trimming of the truncated mean of Issakhov et al. section 1: r_i is "the 25 % truncated mean" of the
- * recent per-step compute times. hlb reads that as 25 % cut from EACH end (the interquartile
+/* Trimming of the truncated mean of Issakhov et al. section 1: r_i is "the 25 % truncated mean" of
+ * the recent per-step compute times. hlb reads that as 25 % cut from EACH end (the interquartile
  * mean, as scipy.stats.trim_mean(x, 0.25)). */
 #define HLB_TRUNCATED_MEAN_TRIM 0.25
 
@@ -83,14 +84,16 @@ HLB_EXTERN int hlb_ccp_evaluate(const double *w, size_t m, const double *speed, 
 HLB_EXTERN int hlb_truncated_mean(const double *x, size_t n, double trim, double *work,
                                   double *mean_out);
 
-/* Local loads l_i = r_i / r_bar with r_bar the mean of r over the n ranks (Issakhov et al., eq. 1-2).
- * HLB_EINVAL for n == 0, a time that is negative or not finite, or all times zero. l_out may
+/* Local loads l_i = r_i / r_bar with r_bar the mean of r over the n ranks (Issakhov et al., eq.
+ * 1-2). HLB_EINVAL for n == 0, a time that is negative or not finite, or all times zero. l_out may
  * be r. */
 HLB_EXTERN int hlb_ccp_loads(const double *r, unsigned n, double *l_out);
 
-/* ---- diffusive refinement of the offsets (Issakhov et al., eq. 5-7) ----------------------------------- */
+/* ---- diffusive refinement of the offsets (Issakhov et al., eq. 5-7)
+ * ----------------------------------- */
 
-/* Penalty factor f_penalty of Issakhov et al. eq. 7 (>= 1); the paper's worked example uses 1.25. */
+/* Penalty factor f_penalty of Issakhov et al. eq. 7 (>= 1); the paper's worked example uses 1.25.
+ */
 #define HLB_DIFFUSIVE_F_PENALTY 1.25
 
 /* How the load moved across an offset is scaled between ranks of different speed (Issakhov et al.,
@@ -121,15 +124,15 @@ typedef struct hlb_diffusive_options {
 HLB_EXTERN void hlb_diffusive_options_default(hlb_diffusive_options *opt);
 
 /* One diffusive step: move every inner offset o_j (j = 1..N-1) cell by cell towards the
- * lighter side until the cumulative imbalance s_j = sum_{i<j} l_i - j (Issakhov et al., eq. 5) is as close
- * to 0 as the crossed cells allow (Issakhov et al., eq. 7):
- *   s_j^k = s_j^{k-1} + d_j * f_penalty * w~_m(k) * factor,  d_j = -sign(s_j),
- *   w~_m = l_i * w_m / W_i  (the cell's share of its old domain i's load; Issakhov et al. eq. 6),
- * where the cell m(k) is the k-th cell beyond the offset on the heavy side (o_j - k with
- * d_j = -1, o_j + k - 1 with d_j = +1) and factor is 1 or p_dest / p_src (see
- * hlb_diffusive_power). The offset stops at the k with the smallest |s_j^k|: it crosses a cell
- * only while that brings s_j strictly closer to 0 (cells of zero weight are crossed only on the
- * way to a cell that is). A domain with W_i = 0 shares its load equally among its cells.
+ * lighter side until the cumulative imbalance s_j = sum_{i<j} l_i - j (Issakhov et al., eq. 5) is
+ * as close to 0 as the crossed cells allow (Issakhov et al., eq. 7): s_j^k = s_j^{k-1} + d_j *
+ * f_penalty * w~_m(k) * factor,  d_j = -sign(s_j), w~_m = l_i * w_m / W_i  (the cell's share of its
+ * old domain i's load; Issakhov et al. eq. 6), where the cell m(k) is the k-th cell beyond the
+ * offset on the heavy side (o_j - k with d_j = -1, o_j + k - 1 with d_j = +1) and factor is 1 or
+ * p_dest / p_src (see hlb_diffusive_power). The offset stops at the k with the smallest |s_j^k|: it
+ * crosses a cell only while that brings s_j strictly closer to 0 (cells of zero weight are crossed
+ * only on the way to a cell that is). A domain with W_i = 0 shares its load equally among its
+ * cells.
  *
  * load: N per-rank compute times r_i (or loads l_i): normalised by their mean here, so either
  * works. Offsets are processed left to right; o_j never moves past the cells its adjacent
@@ -142,13 +145,14 @@ HLB_EXTERN int hlb_diffusive_step(const double *w, size_t m, const double *load,
                                   const size_t *offsets, const hlb_diffusive_options *opt,
                                   size_t *new_offsets, double *s_out);
 
-/* Power weights p_i = l_i * W_bar / W_i of the current partition (Issakhov et al., end of section 1),
- * with l_i = load_i / mean(load) and W_bar the mean of the domain weights W_i. A domain with
+/* Power weights p_i = l_i * W_bar / W_i of the current partition (Issakhov et al., end of section
+ * 1), with l_i = load_i / mean(load) and W_bar the mean of the domain weights W_i. A domain with
  * W_i = 0 gets p_i = 0 (undefined: no work to measure a speed with). */
 HLB_EXTERN int hlb_diffusive_powers(const double *w, size_t m, const double *load, unsigned N,
                                     const size_t *offsets, double *p_out);
 
-/* ---- weight estimation (Issakhov et al., eq. 3-4) ----------------------------------------------------- */
+/* ---- weight estimation (Issakhov et al., eq. 3-4)
+ * ----------------------------------------------------- */
 
 /* Default relative singular-value cut-off of hlb_weights_estimate. LAPACK's machine epsilon
  * is too tight: a count matrix with two proportional columns comes out with sigma_min a few
@@ -164,9 +168,9 @@ typedef struct hlb_weights_options {
 
 /* Per-type weights c (n_types entries) with A c ~= l in the least-squares sense, A row-major
  * n_domains x n_types (A[i][t] = number of objects of type t in domain i) and l the n_domains
- * loads (Issakhov et al., eq. 3: LAPACK DGELSD, minimum-norm solution). Issakhov et al.'s example A = [[10,7],[13,4],
- * [12,2],[5,8]], l = [1.2,0.9,0.8,1.1] gives c = [0.0420, 0.1097] (ratio 2.61): the loads are
- * used as given, not normalised.
+ * loads (Issakhov et al., eq. 3: LAPACK DGELSD, minimum-norm solution). Issakhov et al.'s example A
+ * = [[10,7],[13,4], [12,2],[5,8]], l = [1.2,0.9,0.8,1.1] gives c = [0.0420, 0.1097] (ratio 2.61):
+ * the loads are used as given, not normalised.
  *
  * A negative weight has no meaning as a cost, so by default a solution with a negative entry
  * is replaced by the non-negative least-squares optimum (Lawson-Hanson active set, each
@@ -190,7 +194,8 @@ HLB_EXTERN int hlb_weights_counts(const unsigned *type, size_t m, unsigned n_typ
 HLB_EXTERN int hlb_weights_cells(const unsigned *type, size_t m, const double *c, unsigned n_types,
                                  double *w_out);
 
-/* ---- imbalance metrics (Issakhov et al., section 1) ---------------------------------------------------- */
+/* ---- imbalance metrics (Issakhov et al., section 1)
+ * ---------------------------------------------------- */
 
 /* Imbalance of one code section over N processes. */
 typedef struct hlb_imbalance {

@@ -167,11 +167,11 @@ typedef struct hlb_mpi_profile_options {
 HLB_EXTERN void hlb_mpi_profile_options_default(hlb_mpi_profile_options *o);
 
 /* Collective. Measure and write a cluster file to `path` (on rank 0): one node per rank,
- * whose link is rank 0 <-> rank ping-pong (rank 0's own: a memory copy), fitted per Boiński & Czarnul
- * eq. 4 by least squares; one PU per local PU of each rank, whose link is the backend's
+ * whose link is rank 0 <-> rank ping-pong (rank 0's own: a memory copy), fitted per Boiński &
+ * Czarnul eq. 4 by least squares; one PU per local PU of each rank, whose link is the backend's
  * host-to-device copy (absent for host-memory PUs) and whose `time` is the measured const +
- * linear curve of the built-in kernel (Boiński & Czarnul eq. 3's per-packet time). Every rank returns
- * the same code. */
+ * linear curve of the built-in kernel (Boiński & Czarnul eq. 3's per-packet time). Every rank
+ * returns the same code. */
 HLB_EXTERN int hlb_mpi_profile_links(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
                                      const hlb_mpi_profile_options *opt, const char *path);
 

@@ -17,20 +17,20 @@ HLB_BEGIN_DECLS
 
 /* What an option's value is. */
 typedef enum hlb_option_type {
-  HLB_OPTION_BOOL = 0,  /* a flag without a value (env: 1/0, yes/no, true/false, on/off) */
-  HLB_OPTION_STRING,    /* free text, checked by whoever reads it */
-  HLB_OPTION_SIZE,      /* a whole number in [lo, hi]; 1e6 style accepted */
-  HLB_OPTION_NUMBER,    /* a real number in [lo, hi] */
-  HLB_OPTION_OUTPUT,    /* a file to write: checked writable before any work starts */
-  HLB_OPTION_LIST,      /* a string that may be given several times */
-  HLB_OPTION_BUILD      /* a CMake cache option (-DNAME=VALUE) */
+  HLB_OPTION_BOOL = 0, /* a flag without a value (env: 1/0, yes/no, true/false, on/off) */
+  HLB_OPTION_STRING,   /* free text, checked by whoever reads it */
+  HLB_OPTION_SIZE,     /* a whole number in [lo, hi]; 1e6 style accepted */
+  HLB_OPTION_NUMBER,   /* a real number in [lo, hi] */
+  HLB_OPTION_OUTPUT,   /* a file to write: checked writable before any work starts */
+  HLB_OPTION_LIST,     /* a string that may be given several times */
+  HLB_OPTION_BUILD     /* a CMake cache option (-DNAME=VALUE) */
 } hlb_option_type;
 
 /* One row of the table. */
 typedef struct hlb_option_def {
-  const char *name;     /* unique, e.g. "policy" or "sim.reps" */
-  const char *env;      /* environment variable, or NULL */
-  const char *flag;     /* "--policy", "-o" or NULL */
+  const char *name; /* unique, e.g. "policy" or "sim.reps" */
+  const char *env;  /* environment variable, or NULL */
+  const char *flag; /* "--policy", "-o" or NULL */
   hlb_option_type type;
   const char *arg;      /* placeholder of the value in the help, e.g. "N" */
   const char *def;      /* default as text; NULL: none (required or computed) */

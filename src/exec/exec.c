@@ -544,7 +544,8 @@ static void fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_i
   memcpy(s->per_pu, r->st, sizeof s->per_pu);
   for (unsigned i = 0; i < r->ex->n; i++) {
     s->per_pu[i].released = r->ex->released[i];
-    memcpy(s->per_pu[i].release_reason, r->ex->release_reason[i], sizeof s->per_pu[i].release_reason);
+    memcpy(s->per_pu[i].release_reason, r->ex->release_reason[i],
+           sizeof s->per_pu[i].release_reason);
     s->per_pu[i].cores_given = r->ex->cores_given[i];
   }
   s->makespan_s = r->last_end;

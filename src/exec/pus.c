@@ -99,8 +99,10 @@ static int parse_one(const char *s, size_t len, hlb_exec_pu *p) {
   if (kind == HLB_BACKEND_CPU) {
     /* "cpu" alone means every core not kept for a device; "cpu:0" asks for no core at all. */
     if (colon && num == 0)
-      return hlb__error(HLB_EINVAL, "pu '%.*s': a cpu PU needs at least 1 core, got 0 (write "
-                        "'cpu' for every core)", (int)len, s);
+      return hlb__error(HLB_EINVAL,
+                        "pu '%.*s': a cpu PU needs at least 1 core, got 0 (write "
+                        "'cpu' for every core)",
+                        (int)len, s);
     pu_init(p, kind, 0, (unsigned)num);
     if (num) snprintf(p->name, sizeof p->name, "cpu:%lu", num);
     return 0;

@@ -102,23 +102,23 @@ static domain make_domain(const double *w, const size_t *offsets, const double *
   return d;
 }
 
-/* Load share w~ = l_i * w_k / W_i of cell k in its domain (Issakhov et al., eq. 6); a domain whose weights
- * are all zero spreads its load evenly over its cells. */
+/* Load share w~ = l_i * w_k / W_i of cell k in its domain (Issakhov et al., eq. 6); a domain whose
+ * weights are all zero spreads its load evenly over its cells. */
 static double cell_share(const domain *src, const double *w, size_t k) {
   if (src->W > 0) return src->l * w[k] / src->W;
   return src->l / (double)(src->end - src->begin);
 }
 
-/* p_dest / p_src for a cell moving from src to dest (Issakhov et al.: factor 1.5 for 0.8 -> 1.2); 1 when
- * either power weight is undefined or power weights are off. */
+/* p_dest / p_src for a cell moving from src to dest (Issakhov et al.: factor 1.5 for 0.8 -> 1.2); 1
+ * when either power weight is undefined or power weights are off. */
 static double power_factor(const domain *src, const domain *dest) {
   if (src->p > 0 && dest->p > 0) return dest->p / src->p;
   return 1.0;
 }
 
 /* The factor a crossing cell's load w~ is multiplied with at offset j of N, moving in
- * direction dir. Issakhov et al. uses r = p_dest / p_src. With power_mix: after the move the left side
- * carries L - w~ (or L + r w~) and the total changes by (r - 1) w~, so once the loads are
+ * direction dir. Issakhov et al. uses r = p_dest / p_src. With power_mix: after the move the left
+ * side carries L - w~ (or L + r w~) and the total changes by (r - 1) w~, so once the loads are
  * normalised again s_j changes, to first order near balance (L ~ j), by
  * w~ ((N-j) + j r) / N moving right and w~ ((N-j) r + j) / N moving left. */
 static double step_factor(const domain *src, const domain *dest, int dir, unsigned j, unsigned N,
@@ -129,9 +129,9 @@ static double step_factor(const domain *src, const domain *dest, int dir, unsign
   return dir < 0 ? right + left * r : right * r + left;
 }
 
-/* Move one offset (Issakhov et al., eq. 7). Cells are taken from src, the heavy side, beginning next to the
- * offset: o - k for dir = -1 (lower bound `limit`), o + k - 1 for dir = +1 (up to `limit`).
- * Returns the number of cells crossed; *s ends as the last accepted s_j^k. */
+/* Move one offset (Issakhov et al., eq. 7). Cells are taken from src, the heavy side, beginning
+ * next to the offset: o - k for dir = -1 (lower bound `limit`), o + k - 1 for dir = +1 (up to
+ * `limit`). Returns the number of cells crossed; *s ends as the last accepted s_j^k. */
 static size_t shift_offset(const double *w, size_t o, int dir, size_t limit, const domain *src,
                            double factor, const hlb_diffusive_options *opt, double *s) {
   size_t avail = dir < 0 ? o - limit : limit - o;
@@ -172,7 +172,8 @@ int hlb_diffusive_step(const double *w, size_t m, const double *load, unsigned N
   for (unsigned j = 1; j < N; j++) {
     domain right = make_domain(w, offsets, load, mean, j, W_bar, opt);
     lsum += left.l;
-    double s = lsum - (double)j; /* Issakhov et al. eq. 5 (printed "- 1"; only "- j" gives s_N = 0) */
+    double s =
+        lsum - (double)j; /* Issakhov et al. eq. 5 (printed "- 1"; only "- j" gives s_N = 0) */
     size_t o = offsets[j], moved = 0;
     if (s > 0) {
       /* Left side heavy: cross cells of the old domain j-1 still on the left. */

@@ -1,4 +1,5 @@
-/* Imbalance metrics of Issakhov et al. section 1 (after Böhme, Issakhov et al.'s reference [15]). */
+/* Imbalance metrics of Issakhov et al. section 1 (after Böhme, Issakhov et al.'s reference [15]).
+ */
 #include <math.h>
 
 #include "common/error_internal.h"

@@ -5,8 +5,8 @@
  * RP_p = load_p / time_p is computed, SRP = sum of RP, and the next load of p is
  * RP_p / SRP of the iteration's total. Iterations are synchronised ("synchronizations are
  * made at each iteration to determine if there is need to rebalance") until the loads reach
- * an equilibrium, which is approached asymptotically (PLB-HeC, section V.B.c); once balanced the PUs run
- * asynchronously with their loads, and an imbalance seen again restarts the synchronised
+ * an equilibrium, which is approached asymptotically (PLB-HeC, section V.B.c); once balanced the
+ * PUs run asynchronously with their loads, and an imbalance seen again restarts the synchronised
  * iterations. The first iteration gives every PU the initial block size used for all
  * algorithms (PLB-HeC, section V.A), so an iteration's total is P * x_init.
  */
@@ -22,8 +22,9 @@ static const hlb_param_def acosta_params[P_COUNT] = {
     [P_THRESHOLD] = {"threshold", 0.10, 0, 10,
                      "rebalance when (max - min) / max of the last block times exceeds this; "
                      "PLB-HeC II says 'defined by user', 0.10 as for PLB-HeC in PLB-HeC V.A"},
-    [P_FRACTION] = {"initial_fraction", HLB__INITIAL_FRACTION, 1e-9, 1,
-                    "first iteration's load x_init = fraction * n / (15 P) per PU (PLB-HeC, section V.A)"},
+    [P_FRACTION] =
+        {"initial_fraction", HLB__INITIAL_FRACTION, 1e-9, 1,
+         "first iteration's load x_init = fraction * n / (15 P) per PU (PLB-HeC, section V.A)"},
 };
 
 typedef struct acosta_state {

@@ -15,9 +15,9 @@
  * the same initial block size for all algorithms" (PLB-HeC, section V.A). */
 #define HLB__INITIAL_FRACTION 0.10
 
-/* The initial block size x_init shared by every baseline (PLB-HeC, section V.A). PLB-HeC's initial phase
- * sends each PU blocks of 1, 2, 4 and 8 times x_init (PLB-HeC, section III.B), 15 x_init in all, so it
- * covers `fraction` of the n items when x_init = fraction * n / (15 * P). At least one
+/* The initial block size x_init shared by every baseline (PLB-HeC, section V.A). PLB-HeC's initial
+ * phase sends each PU blocks of 1, 2, 4 and 8 times x_init (PLB-HeC, section III.B), 15 x_init in
+ * all, so it covers `fraction` of the n items when x_init = fraction * n / (15 * P). At least one
  * granule. */
 size_t hlb__initial_block(const hlb_policy_ctx *ctx, double fraction);
 

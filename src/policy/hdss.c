@@ -3,12 +3,12 @@
  *
  * Adaptive phase: synchronised rounds ("synchronizations in the adaptive phase", PLB-HAC 2) in
  * which every PU gets the same block size, growing from the initial block size shared by all
- * algorithms (PLB-HeC, section V.A) by doubling, so each PU's throughput (items per second) is measured
- * at several sizes. A logarithmic fit throughput(x) = a + b ln x per PU, by least squares
- * (PLB-HeC, section IV: "minimum square estimation to estimate the weights"), gives its weight, evaluated
- * at the completion phase's first block size, where throughput "stabilizes with larger
- * tasks" (PLB-HeC, section II). The weights are then fixed (PLB-HeC II: "once determined, these weights are
- * not changed").
+ * algorithms (PLB-HeC, section V.A) by doubling, so each PU's throughput (items per second) is
+ * measured at several sizes. A logarithmic fit throughput(x) = a + b ln x per PU, by least squares
+ * (PLB-HeC, section IV: "minimum square estimation to estimate the weights"), gives its weight,
+ * evaluated at the completion phase's first block size, where throughput "stabilizes with larger
+ * tasks" (PLB-HeC, section II). The weights are then fixed (PLB-HeC II: "once determined, these
+ * weights are not changed").
  *
  * Completion phase: weighted factoring after Hummel et al. (PLB-HeC, [20]): a request from PU p
  * gets remaining * w_p / (factor * W), W the weight of the live PUs, so blocks start large

@@ -7,10 +7,10 @@
 #include <stdint.h>
 
 typedef struct hlb__registry {
-  const char *kind;      /* "policy", "repartition policy": used in messages */
-  const char *kinds;     /* its plural */
-  const char *option;    /* the options-table row whose environment variable names one */
-  const char *fallback;  /* the default name */
+  const char *kind;     /* "policy", "repartition policy": used in messages */
+  const char *kinds;    /* its plural */
+  const char *option;   /* the options-table row whose environment variable names one */
+  const char *fallback; /* the default name */
   unsigned (*count)(void);
   /* Entry i's name, description and ABI version. */
   void (*entry)(unsigned i, const char **name, const char **description, uint32_t *abi);

@@ -36,5 +36,5 @@ static void entry(unsigned i, const char **name, const char **description, uint3
   *abi = registry[i]->abi_version;
 }
 
-const hlb__registry hlb__block_policies = {"policy", "policies", "policy", HLB_POLICY_DEFAULT,
-                                           hlb_policy_count, entry};
+const hlb__registry hlb__block_policies = {"policy",           "policies",       "policy",
+                                           HLB_POLICY_DEFAULT, hlb_policy_count, entry};

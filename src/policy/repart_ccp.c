@@ -4,8 +4,8 @@
  * and measure each rank's speed as the weight it owned per compute second.
  *  - `ccp` moves straight to the exact chains-on-chains optimum for those speeds
  *    (hlb_ccp_solve_prefix), when that optimum beats the current slowest rank by `gain`.
- *  - `diffusive` moves each offset cell by cell towards the lighter side (Issakhov et al. eq. 5-7, with
- *    the penalty factor and measured power weights), when the imbalance percentage I% of the
+ *  - `diffusive` moves each offset cell by cell towards the lighter side (Issakhov et al. eq. 5-7,
+ * with the penalty factor and measured power weights), when the imbalance percentage I% of the
  *    loads exceeds `imbalance`; the loads are 25 % truncated means over the last `window`
  *    intervals (Issakhov et al., section 1), so one noisy interval does not move the split.
  */
@@ -127,7 +127,8 @@ const hlb_repart_ops hlb__repart_ccp = {
     .abi_version = HLB_POLICY_ABI_VERSION,
     .struct_size = sizeof(hlb_repart_ops),
     .name = "ccp",
-    .description = "exact chains-on-chains split of weighted rows for measured speeds (Issakhov et al.)",
+    .description =
+        "exact chains-on-chains split of weighted rows for measured speeds (Issakhov et al.)",
     .params = ccp_params,
     .n_params = CCP_COUNT,
     .init = chain_init,
@@ -140,12 +141,14 @@ const hlb_repart_ops hlb__repart_ccp = {
 enum { DIF_IMBALANCE, DIF_PENALTY, DIF_WINDOW, DIF_COUNT };
 static const hlb_param_def diffusive_params[DIF_COUNT] = {
     {"imbalance", 5.0, 0.0, 100.0,
-     "diffuse when the imbalance percentage I% of the loads exceeds this (Issakhov et al. section 1 "
+     "diffuse when the imbalance percentage I% of the loads exceeds this (Issakhov et al. section "
+     "1 "
      "defines I%; the threshold is hlb's choice)"},
     {"penalty", HLB_DIFFUSIVE_F_PENALTY, 1.0, 10.0,
      "f_penalty of Issakhov et al. eq. 7 (the paper's example: 1.25)"},
     {"window", 4, 1, WINDOW_MAX,
-     "intervals in the 25 % truncated mean of each rank's compute time (Issakhov et al., section 1)"},
+     "intervals in the 25 % truncated mean of each rank's compute time (Issakhov et al., section "
+     "1)"},
 };
 
 static int diffusive_decide(void *state, const hlb_rank_interval *iv, const size_t *counts,

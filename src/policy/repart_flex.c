@@ -16,9 +16,11 @@ enum { P_TH1, P_TH2, P_K, P_COUNT };
 
 static const hlb_param_def flex_params[P_COUNT] = {
     {"th1", 0.05, 0.0, 1.0,
-     "dedicated test: (Treal - Tcpu) / Treal below this means no external load (FLEX-MPI, section 3.2: 5 %)"},
+     "dedicated test: (Treal - Tcpu) / Treal below this means no external load (FLEX-MPI, section "
+     "3.2: 5 %)"},
     {"th2", 0.15, 0.0, 1.0,
-     "rebalance when (max - min) / max of compute times exceeds this (FLEX-MPI, section 3.2: 15 %)"},
+     "rebalance when (max - min) / max of compute times exceeds this (FLEX-MPI, section 3.2: 15 "
+     "%)"},
     {"k", 3, 1, 64,
      "intervals of continuous external load before it counts as long-term (FLEX-MPI 3.2 and 4.2 "
      "evaluate k = 1, 3, 5; 3 is the middle)"},
@@ -79,7 +81,8 @@ const hlb_repart_ops hlb__repart_flex = {
     .abi_version = HLB_POLICY_ABI_VERSION,
     .struct_size = sizeof(hlb_repart_ops),
     .name = "flex",
-    .description = "FLEX-MPI: relative computing power, burst vs long-term load (FLEX-MPI, section 3.2)",
+    .description =
+        "FLEX-MPI: relative computing power, burst vs long-term load (FLEX-MPI, section 3.2)",
     .params = flex_params,
     .n_params = P_COUNT,
     .init = flex_init,

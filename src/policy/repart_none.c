@@ -1,4 +1,5 @@
-/* `none`: never repartition. The baseline of every SPMD comparison (FLEX-MPI's T_par, FLEX-MPI 4). */
+/* `none`: never repartition. The baseline of every SPMD comparison (FLEX-MPI's T_par, FLEX-MPI 4).
+ */
 #include <stdlib.h>
 
 #include "policy/repart_common.h"

@@ -39,8 +39,8 @@ static void entry(unsigned i, const char **name, const char **description, uint3
 }
 
 const hlb__registry hlb__repart_policies = {"repartition policy", "repartition policies",
-                                            "repart-policy",
-                                            HLB_REPART_DEFAULT, hlb_repart_count, entry};
+                                            "repart-policy",      HLB_REPART_DEFAULT,
+                                            hlb_repart_count,     entry};
 
 int hlb_repart_params(const hlb_repart_ops *ops, const char *text, double *values) {
   return hlb__params_parse(ops->name, ops->params, ops->n_params, text, values);

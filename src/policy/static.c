@@ -1,6 +1,6 @@
 /* static: the equal split. Each PU's first block is n/P items; this is the homogeneous
- * division the papers start from (PLB-HeC, section I: "tasks of the same size"). Items that come back
- * (failures, a PU's max_block) go to the PUs that ask, split equally (policy/common.h). */
+ * division the papers start from (PLB-HeC, section I: "tasks of the same size"). Items that come
+ * back (failures, a PU's max_block) go to the PUs that ask, split equally (policy/common.h). */
 #include <stdlib.h>
 
 #include "common/error_internal.h"

@@ -63,7 +63,8 @@ static const char *without_prefixes(const char *cmd, const char *msg) {
 
 int hlb_cli_lib_error(const char *cmd, int code) {
   const char *detail = hlb_last_error();
-  fprintf(stderr, "hlb %s: %s\n", cmd, *detail ? without_prefixes(cmd, detail) : hlb_strerror(code));
+  fprintf(stderr, "hlb %s: %s\n", cmd,
+          *detail ? without_prefixes(cmd, detail) : hlb_strerror(code));
   return hlb_cli_exit_for(code);
 }
 
@@ -184,7 +185,8 @@ void hlb_cli_json_string(const char *s) {
 
 /* Print `text` wrapped at `width` columns, every line after the first indented by `indent`
  * (the first continues where the caller left it, at column `col`). */
-static void print_wrapped(FILE *to, const char *text, unsigned col, unsigned indent, unsigned width) {
+static void print_wrapped(FILE *to, const char *text, unsigned col, unsigned indent,
+                          unsigned width) {
   const char *p = text;
   while (*p) {
     size_t word = strcspn(p, " ");
@@ -255,7 +257,7 @@ static int row_index(const char *name) {
 
 static int parse_bool(const char *s, double *out) {
   static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false",
-                                                                                "off"};
+                                                                              "off"};
   for (unsigned k = 0; k < 4; k++) {
     if (!strcasecmp(s, yes[k])) return *out = 1, 0;
     if (!strcasecmp(s, no[k])) return *out = 0, 0;
@@ -279,7 +281,8 @@ static int set_value(const char *cmd, const hlb_option_def *o, const char *where
     text = x ? "1" : "0";
     break;
   case HLB_OPTION_SIZE:
-    if (hlb_cli_parse_size(cmd, where, text, (size_t)o->lo, (size_t)o->hi, &z)) return HLB_EXIT_USAGE;
+    if (hlb_cli_parse_size(cmd, where, text, (size_t)o->lo, (size_t)o->hi, &z))
+      return HLB_EXIT_USAGE;
     x = (double)z;
     break;
   case HLB_OPTION_NUMBER:
@@ -371,7 +374,8 @@ static int parse_flags(const hlb_cli_command *cmd, int argc, char **argv, hlb_cl
                                  cmd->name);
     }
     int row = c >= ROW_VAL(0) ? c - ROW_VAL(0) : (c > 0 && c < 128 ? t->short_row[c] : -1);
-    if (row < 0) return hlb_cli_usage_error(cmd->name, "unknown option (see hlb %s --help)", cmd->name);
+    if (row < 0)
+      return hlb_cli_usage_error(cmd->name, "unknown option (see hlb %s --help)", cmd->name);
     const hlb_option_def *o = hlb_option_at((unsigned)row);
     hlb_cli_value *v = &a->value[row];
     if (v->from == HLB_CLI_FLAG && o->type != HLB_OPTION_LIST && o->type != HLB_OPTION_BOOL)

@@ -28,19 +28,24 @@ typedef struct hlb_cli_command {
   const char *name;     /* "sim" */
   const char *operands; /* the operands in the usage line, e.g. "CLUSTER.json" */
   unsigned min_operands, max_operands;
-  const char *summary;  /* one line for `hlb --help` */
-  const char *about;    /* what the command does, printed after the usage line */
+  const char *summary;         /* one line for `hlb --help` */
+  const char *about;           /* what the command does, printed after the usage line */
   void (*more_help)(FILE *to); /* optional: printed after the options (e.g. the apps) */
 } hlb_cli_command;
 
 /* Where a value came from. */
-typedef enum hlb_cli_origin { HLB_CLI_UNSET = 0, HLB_CLI_DEFAULT, HLB_CLI_ENV, HLB_CLI_FLAG } hlb_cli_origin;
+typedef enum hlb_cli_origin {
+  HLB_CLI_UNSET = 0,
+  HLB_CLI_DEFAULT,
+  HLB_CLI_ENV,
+  HLB_CLI_FLAG
+} hlb_cli_origin;
 
 typedef struct hlb_cli_value {
   hlb_cli_origin from;
-  const char *text;   /* the value as written (BOOL: "1"/"0") */
-  double number;      /* SIZE and NUMBER: the checked value; BOOL: 0 or 1 */
-  const char **list;  /* LIST: every value given, in order */
+  const char *text;  /* the value as written (BOOL: "1"/"0") */
+  double number;     /* SIZE and NUMBER: the checked value; BOOL: 0 or 1 */
+  const char **list; /* LIST: every value given, in order */
   unsigned n_list;
 } hlb_cli_value;
 
@@ -61,9 +66,9 @@ void hlb_cli_print_help(const hlb_cli_command *cmd, FILE *to);
 
 /* The value of the row named `name` (a row the command takes). */
 const hlb_cli_value *hlb_cli_get(const hlb_cli_args *a, const char *name);
-int hlb_cli_given(const hlb_cli_args *a, const char *name); /* set by flag or environment */
+int hlb_cli_given(const hlb_cli_args *a, const char *name);        /* set by flag or environment */
 const char *hlb_cli_text(const hlb_cli_args *a, const char *name); /* NULL when unset */
-size_t hlb_cli_size(const hlb_cli_args *a, const char *name);       /* 0 when unset */
+size_t hlb_cli_size(const hlb_cli_args *a, const char *name);      /* 0 when unset */
 double hlb_cli_number(const hlb_cli_args *a, const char *name);
 int hlb_cli_flag(const hlb_cli_args *a, const char *name);
 

@@ -32,12 +32,10 @@ static const char *num(double x, char *buf, size_t n) {
 }
 
 static void range_text(const hlb_option_def *o, char *buf, size_t n) {
-  if (o->type == HLB_OPTION_SIZE || o->type == HLB_OPTION_NUMBER)
-  {
+  if (o->type == HLB_OPTION_SIZE || o->type == HLB_OPTION_NUMBER) {
     char lo[32], hi[32];
     snprintf(buf, n, "%s .. %s", num(o->lo, lo, sizeof lo), num(o->hi, hi, sizeof hi));
-  }
-  else if (o->type == HLB_OPTION_BOOL)
+  } else if (o->type == HLB_OPTION_BOOL)
     snprintf(buf, n, "flag");
   else
     snprintf(buf, n, "%s", or_dash(o->arg));

@@ -23,8 +23,8 @@ static void list_apps(FILE *to) {
   fprintf(to, "\napps (--size counts what is said; default and smallest):\n");
   for (unsigned k = 0; k < hlb_app_count(); k++) {
     const hlb_app_info *i = hlb_app_info_at(k);
-    fprintf(to, "  %-13s size = %s (default %zu): %s\n", i->name, i->size_meaning,
-            i->default_size, i->description);
+    fprintf(to, "  %-13s size = %s (default %zu): %s\n", i->name, i->size_meaning, i->default_size,
+            i->description);
   }
 }
 
@@ -78,7 +78,8 @@ static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   a->throttle = hlb_cli_get(cli, "throttle")->list;
   a->n_throttle = hlb_cli_get(cli, "throttle")->n_list;
 #ifndef HLB_CLI_WITH_MPI
-  if (a->mpi) return hlb_cli_usage_error("run", "--mpi: this hlb was built without MPI (libhlb_mpi)");
+  if (a->mpi)
+    return hlb_cli_usage_error("run", "--mpi: this hlb was built without MPI (libhlb_mpi)");
 #endif
   if (!hlb_app_find(a->app))
     return hlb_cli_usage_error("run", "unknown app '%s' (see hlb run --help)", a->app);
@@ -158,8 +159,8 @@ static void format_model(char *buf, size_t cap, const hlb_exec_pu_stats *st) {
     return;
   }
   double x = typical_block(st);
-  size_t len = (size_t)snprintf(buf, cap, "F(%.0f items) = %.3g s; ", x,
-                                hlb_curve_time(&st->model, x));
+  size_t len =
+      (size_t)snprintf(buf, cap, "F(%.0f items) = %.3g s; ", x, hlb_curve_time(&st->model, x));
   int first = 1;
   for (unsigned t = 0; t < HLB_TERM_COUNT && len < cap; t++)
     if (st->model_terms & (1u << t)) {
@@ -225,8 +226,8 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
     else
       snprintf(name, sizeof name, "%s", s->pu[i].name);
     printf("%-10s %-7s %-*s %10zu %7zu %6.1f %6.1f %6zu%s  %s\n", name,
-           hlb_backend_name(s->pu[i].backend), dev_w, s->pu[i].device_name, p->items, p->blocks, busy,
-           100 - busy, p->failed_blocks, p->retired ? " (retired)" : "", model);
+           hlb_backend_name(s->pu[i].backend), dev_w, s->pu[i].device_name, p->items, p->blocks,
+           busy, 100 - busy, p->failed_blocks, p->retired ? " (retired)" : "", model);
   }
   for (unsigned i = 0; i < s->n_pus; i++)
     if (s->per_pu[i].released) printf("%s %s\n", s->pu[i].name, s->per_pu[i].release_reason);
@@ -272,7 +273,8 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
   const hlb_exec_stats *s = &r->st;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "app", a->app);
-  cJSON_AddNumberToObject(o, "size", (double)(a->size ? a->size : hlb_app_info_of(app)->default_size));
+  cJSON_AddNumberToObject(o, "size",
+                          (double)(a->size ? a->size : hlb_app_info_of(app)->default_size));
   cJSON_AddNumberToObject(o, "items", (double)hlb_app_items(app));
   cJSON_AddStringToObject(o, "policy", s->policy);
   if (a->params) cJSON_AddStringToObject(o, "params", a->params);
@@ -343,8 +345,8 @@ static void show_progress(void *user, const hlb_exec_progress *p) {
   pl->last_s = p->elapsed_s;
   pl->shown = 1;
   fprintf(stderr, "\r\033[Khlb run %s: %zu/%zu items (%.0f %%), %zu blocks, %.1f s", pl->app,
-          p->items_done, p->n_items, 100.0 * (double)p->items_done / (double)p->n_items,
-          p->blocks, p->elapsed_s);
+          p->items_done, p->n_items, 100.0 * (double)p->items_done / (double)p->n_items, p->blocks,
+          p->elapsed_s);
   if (isfinite(p->remaining_s)) fprintf(stderr, ", about %.1f s left", p->remaining_s);
   fflush(stderr);
 }

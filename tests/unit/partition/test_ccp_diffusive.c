@@ -60,8 +60,8 @@ static void paper_worked_example(void **state) {
   assert_memory_equal(out2, want, sizeof want);
 }
 
-/* Issakhov et al., end of section 1: power weights p_{i-1} = 0.8, p_i = 1.2 weight the load moved from
- * i-1 to i by p_i / p_{i-1} = 1.5, and the load moved back by 1 / 1.5. */
+/* Issakhov et al., end of section 1: power weights p_{i-1} = 0.8, p_i = 1.2 weight the load moved
+ * from i-1 to i by p_i / p_{i-1} = 1.5, and the load moved back by 1 / 1.5. */
 static void paper_power_factor(void **state) {
   (void)state;
   double w[20];

@@ -1,6 +1,6 @@
 /* Repartition policies (include/hlb/repartition.h) on hand-made interval measurements:
- * FLEX-MPI's dedicated test, burst vs long-term classification and TH2 threshold (FLEX-MPI, section 3.2),
- * hlb's persistence filter and cost awareness, and the exact proportional split. */
+ * FLEX-MPI's dedicated test, burst vs long-term classification and TH2 threshold (FLEX-MPI,
+ * section 3.2), hlb's persistence filter and cost awareness, and the exact proportional split. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -235,9 +235,9 @@ static void policies_copy_row_weights(void **state) {
     for (int i = 0; i < 10; i++)
       w[i] = NAN;
     free(w);
-    hlb_rank_interval iv[2] = {{.real_s = 25, .cpu_s = 25, .work = 25, .rows = 5, .iterations = 1},
-                               {.real_s = 25, .cpu_s = 25, .comm_s = 20, .work = 5, .rows = 5,
-                                .iterations = 1}};
+    hlb_rank_interval iv[2] = {
+        {.real_s = 25, .cpu_s = 25, .work = 25, .rows = 5, .iterations = 1},
+        {.real_s = 25, .cpu_s = 25, .comm_s = 20, .work = 5, .rows = 5, .iterations = 1}};
     size_t next[2];
     hlb_repart_decision d = {0};
     assert_int_equal(h.ops->decide(h.state, iv, h.counts, next, &d), 0);

@@ -345,12 +345,14 @@ static void bad_options_are_named(void **state) {
  * x ln x), from a small LCG so the test does not depend on libc's rand. */
 static hlb_cluster *random_cluster(uint32_t *seed, unsigned n) {
   char json[8192];
-  size_t at = (size_t)snprintf(json, sizeof json, "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, \"nodes\": [");
+  size_t at = (size_t)snprintf(json, sizeof json,
+                               "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, \"nodes\": [");
   for (unsigned node = 0; node < 2; node++) {
-    at += (size_t)snprintf(json + at, sizeof json - at,
-                           "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": 1e-4, \"bandwidth_Bps\": 1e9}, "
-                           "\"pus\": [",
-                           node ? ", " : "", node);
+    at += (size_t)snprintf(
+        json + at, sizeof json - at,
+        "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": 1e-4, \"bandwidth_Bps\": 1e9}, "
+        "\"pus\": [",
+        node ? ", " : "", node);
     for (unsigned k = 0; k < n / 2; k++) {
       double r[5];
       for (int i = 0; i < 5; i++) {
@@ -361,11 +363,12 @@ static hlb_cluster *random_cluster(uint32_t *seed, unsigned n) {
       double fixed = 0.01 + 0.5 * r[0], lin = 1e-4 * (0.5 + r[1]), sup = r[2] < 0.5 ? 0 : 1;
       const char *term = r[3] < 0.34 ? "quadratic" : r[3] < 0.67 ? "cubic" : "xlogx";
       double coef = term[0] == 'q' ? 1e-8 * r[4] : term[0] == 'c' ? 1e-12 * r[4] : 1e-5 * r[4];
-      at += (size_t)snprintf(json + at, sizeof json - at,
-                             "%s{\"name\": \"p%u_%u\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 1e-5, "
-                             "\"bandwidth_Bps\": 1e10}, \"time\": {\"const\": %.17g, \"linear\": %.17g, "
-                             "\"%s\": %.17g}}",
-                             k ? ", " : "", node, k, fixed, lin, term, sup * coef);
+      at += (size_t)snprintf(
+          json + at, sizeof json - at,
+          "%s{\"name\": \"p%u_%u\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 1e-5, "
+          "\"bandwidth_Bps\": 1e10}, \"time\": {\"const\": %.17g, \"linear\": %.17g, "
+          "\"%s\": %.17g}}",
+          k ? ", " : "", node, k, fixed, lin, term, sup * coef);
     }
     at += (size_t)snprintf(json + at, sizeof json - at, "]}");
   }
@@ -386,8 +389,8 @@ static void lower_bound_is_below_every_run(void **state) {
     assert_int_equal(hlb_sim_lower_bound(c, n, &bound), 0);
     assert_true(bound > 0);
     for (unsigned p = 0; p < hlb_policy_count(); p++) {
-      hlb_sim_options o = {.n_items = n, .policy = hlb_policy_at(p)->name, .seed = 1,
-                           .no_noise = 1, .no_events = 1};
+      hlb_sim_options o = {
+          .n_items = n, .policy = hlb_policy_at(p)->name, .seed = 1, .no_noise = 1, .no_events = 1};
       hlb_sim_result *r = NULL;
       assert_int_equal(hlb_sim_run(c, &o, &r), 0);
       if (r->makespan_s < bound * (1 - 1e-9))
@@ -403,12 +406,13 @@ static void lower_bound_is_below_every_run(void **state) {
  * split, as before; with a strongly superlinear PU it is well below that split. */
 static void lower_bound_matches_one_block_when_subadditive(void **state) {
   (void)state;
-  const char *two = "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
-                    "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
-                    "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
-                    "\"time\": {\"const\": 1, \"linear\": 0.001}},"
-                    "{\"name\": \"b\", \"kind\": \"gpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
-                    "\"time\": {\"const\": 2, \"linear\": 0.0001}}]}]}";
+  const char *two =
+      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
+      "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
+      "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
+      "\"time\": {\"const\": 1, \"linear\": 0.001}},"
+      "{\"name\": \"b\", \"kind\": \"gpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
+      "\"time\": {\"const\": 2, \"linear\": 0.0001}}]}]}";
   hlb_cluster *c = parse(two);
   double bound = 0, x[2], eft = 0;
   hlb_curve k[2];
@@ -418,10 +422,11 @@ static void lower_bound_matches_one_block_when_subadditive(void **state) {
   assert_int_equal(hlb_eft_solve(k, NULL, 2, 100000, x, &eft), 0);
   assert_true(fabs(bound - eft) <= 1e-9 * eft);
   hlb_cluster_free(c);
-  const char *quad = "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
-                     "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
-                     "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
-                     "\"time\": {\"const\": 0.01, \"quadratic\": 1e-6}}]}]}";
+  const char *quad =
+      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
+      "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
+      "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
+      "\"time\": {\"const\": 0.01, \"quadratic\": 1e-6}}]}]}";
   c = parse(quad);
   assert_int_equal(hlb_sim_lower_bound(c, 100000, &bound), 0);
   /* One block: 0.01 + 1e-6 * 1e10 = 10000 s. Best blocks of y = 100 items: 0.02 s per 100
