@@ -102,6 +102,9 @@ typedef struct hlb_spmd_stats {
   unsigned shared_intervals; /* intervals in which some rank lost >= 5 % of its wall time to
                                 other processes (FLEX-MPI's TH1 test, whatever the policy) */
   hlb_repart_decision last;  /* the last interval's decision */
+  /* Intervals in which this rank's policy decided differently from rank 0's; every rank
+   * acts on rank 0's decision (the ranks' floating point may differ in the last bit). */
+  unsigned decision_mismatches;
 } hlb_spmd_stats;
 HLB_EXTERN void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out);
 

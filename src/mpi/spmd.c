@@ -7,6 +7,7 @@
 
 #include "common/error_internal.h"
 #include "common/options_internal.h"
+#include "mpi/spmd_internal.h"
 #include "policy/lookup.h"
 #include "mpi/monitor.h"
 #include "mpi/redistribute.h"
@@ -33,6 +34,8 @@ struct hlb_spmd {
   unsigned n_csr;
   hlb__monitor monitor;
   hlb_rank_interval *gathered;
+  /* Rank 0's decision as broadcast, and this rank's own, for agree_on_decision (n + 2 each). */
+  unsigned long long *decision_msg, *decision_mine;
   hlb_spmd_stats stats;
   long *redistributed_at; /* iteration of each redistribution */
   int log;                /* HLB_SPMD_LOG set: log every interval on rank 0 */
@@ -149,7 +152,10 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
   s->new_counts = calloc(n, sizeof(size_t));
   s->new_displs = calloc(n, sizeof(size_t));
   s->gathered = calloc(n, sizeof *s->gathered);
-  if (!rc && (!s->counts || !s->displs || !s->new_counts || !s->new_displs || !s->gathered))
+  s->decision_msg = calloc(n + 2, sizeof *s->decision_msg);
+  s->decision_mine = calloc(n + 2, sizeof *s->decision_mine);
+  if (!rc && (!s->counts || !s->displs || !s->new_counts || !s->new_displs || !s->gathered ||
+              !s->decision_msg || !s->decision_mine))
     rc = hlb__error(HLB_ENOMEM, "spmd: out of memory for %d ranks", s->size);
   if (!rc) rc = resolve_policy(s);
   rc = start_split(s, rc);
@@ -173,6 +179,8 @@ void hlb_spmd_destroy(hlb_spmd *s) {
   free(s->counts);
   free(s->displs);
   free(s->new_counts);
+  free(s->decision_msg);
+  free(s->decision_mine);
   free(s->new_displs);
   free(s->gathered);
   free(s->row_weights);
@@ -329,6 +337,43 @@ static void log_interval(const hlb_spmd *s, const hlb_repart_decision *d) {
           d->rebalance ? " -> rebalance" : "");
 }
 
+int hlb__spmd_skew_rank = -1;
+
+/* Every rank runs the policy on the same gathered measurements (so each policy state follows
+ * the run), but the ranks act on rank 0's decision only: on a cluster of mixed CPUs a
+ * LAPACK fit can differ in its last bit and ranks could disagree on the new counts, which
+ * would corrupt the redistribution. A rank whose own decision differed counts it
+ * (stats.decision_mismatches) and says so once on stderr. The policy's error code travels
+ * too, so no rank goes on into the redistribution while another stopped. */
+static int agree_on_decision(hlb_spmd *s, int rc, hlb_repart_decision *d) {
+  size_t n = (size_t)s->size;
+  if (s->rank == hlb__spmd_skew_rank && rc == 0 && d->rebalance && n > 1 && s->new_counts[0] > 0) {
+    s->new_counts[0]--;
+    s->new_counts[n - 1]++;
+  }
+  /* [rc, rebalance, counts...] as unsigned long long, the same layout on every rank. */
+  unsigned long long *msg = s->decision_msg;
+  msg[0] = (unsigned long long)(long long)rc;
+  msg[1] = rc == 0 && d->rebalance;
+  for (size_t r = 0; r < n; r++)
+    msg[2 + r] = s->new_counts[r];
+  int mine_rebalance = (int)msg[1];
+  memcpy(s->decision_mine, msg, (n + 2) * sizeof *msg);
+  MPI_Bcast(msg, (int)(n + 2), MPI_UNSIGNED_LONG_LONG, 0, s->comm);
+  if (memcmp(s->decision_mine, msg, (n + 2) * sizeof *msg)) {
+    if (s->stats.decision_mismatches++ == 0)
+      fprintf(stderr, "hlb spmd: rank %d decided differently from rank 0 (%s); rank 0's "
+                      "decision is used on every rank\n",
+              s->rank, mine_rebalance != (int)msg[1] ? "rebalance or not" : "new counts");
+  }
+  int rc0 = (int)(long long)msg[0];
+  if (rc0) return rc ? rc : hlb__error(rc0, "spmd: rank 0's repartition policy failed");
+  d->rebalance = (int)msg[1];
+  for (size_t r = 0; r < n; r++)
+    s->new_counts[r] = (size_t)msg[2 + r];
+  return 0;
+}
+
 static int end_of_interval(hlb_spmd *s, int *changed) {
   hlb_rank_interval mine = hlb__monitor_take(&s->monitor, s->counts[s->rank]);
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, s->gathered, (int)sizeof mine, MPI_BYTE,
@@ -345,6 +390,7 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
   if (rc) return rc;
   hlb_repart_decision d = {0};
   rc = s->policy->decide(s->policy_state, s->gathered, s->counts, s->new_counts, &d);
+  rc = agree_on_decision(s, rc, &d);
   if (rc) return rc;
   s->stats.last = d;
   if (s->log) log_interval(s, &d);
