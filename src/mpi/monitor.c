@@ -6,6 +6,11 @@
 
 #include "mpi/monitor.h"
 
+/* The time inside MPI calls of the open window, added by the PMPI wrappers (pmpi.c, when
+ * built), and whether a window is open. */
+double hlb__mpi_comm_s = 0.0;
+int hlb__mpi_window_open = 0;
+
 static double cpu_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
