@@ -123,14 +123,24 @@ static int fit_link(const double *bytes, const double *rtt, unsigned n, const ch
     sbb += (bytes[k] - mb) * (bytes[k] - mb);
   }
   double slope = sbb > 0 ? sbt / sbb : 0;
-  if (!(slope > 0) || !isfinite(1 / slope))
-    return hlb__error(HLB_ENUMERIC,
-                      "profile-links: %s: one-way time does not grow with size (%g s for %g B, "
-                      "%g s for %g B); use larger --max-bytes or more --reps",
-                      what, rtt[1] / 2, bytes[1], rtt[n - 1] / 2, bytes[n - 1]);
+  double one_way_max = rtt[n - 1] / 2;
   out->latency_s = rtt[0] / 2;
-  out->bandwidth_Bps = 1 / slope;
-  return 0;
+  if (slope > 0 && isfinite(slope) && 1 / slope > 0 && isfinite(1 / slope)) {
+    out->bandwidth_Bps = 1 / slope;
+    return 0;
+  }
+  /* The times did not grow with the size: on a busy or oversubscribed machine the noise of
+   * the fastest round trips can be larger than the bytes' share. The bytes of the largest
+   * message crossed in at most its one-way time, so that gives a bandwidth the link has at
+   * least (a lower bound, never zero). */
+  if (one_way_max > 0 && isfinite(one_way_max)) {
+    out->bandwidth_Bps = bytes[n - 1] / one_way_max;
+    return 0;
+  }
+  return hlb__error(HLB_ENUMERIC,
+                    "profile-links: %s: no usable round trip (%g s for %g B); use larger "
+                    "--max-bytes or more --reps",
+                    what, rtt[n - 1] / 2, bytes[n - 1]);
 }
 
 /* ---- Manager -> node links ----------------------------------------------------------------- */
@@ -581,6 +591,14 @@ int hlb_mpi_profile_links(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned 
     MPI_Abort(p.comm, 1);
   }
   rc = node_links(&p, links);
+  /* A link that could not be measured stops the job here, with its own message, before a
+   * file with an unmeasured link is written. */
+  if ((rc = pl_agree(&p, rc))) {
+    free(links);
+    free(mine);
+    MPI_Comm_free(&p.comm);
+    return rc;
+  }
   /* PUs one rank after another: ranks sharing a machine would otherwise time each other. */
   for (int r = 0; r < p.size; r++) {
     if (r == p.rank)

@@ -362,8 +362,9 @@ static int agree_on_decision(hlb_spmd *s, int rc, hlb_repart_decision *d) {
   MPI_Bcast(msg, (int)(n + 2), MPI_UNSIGNED_LONG_LONG, 0, s->comm);
   if (memcmp(s->decision_mine, msg, (n + 2) * sizeof *msg)) {
     if (s->stats.decision_mismatches++ == 0)
-      fprintf(stderr, "hlb spmd: rank %d decided differently from rank 0 (%s); rank 0's "
-                      "decision is used on every rank\n",
+      fprintf(stderr,
+              "hlb spmd: rank %d decided differently from rank 0 (%s); rank 0's "
+              "decision is used on every rank\n",
               s->rank, mine_rebalance != (int)msg[1] ? "rebalance or not" : "new counts");
   }
   int rc0 = (int)(long long)msg[0];

@@ -68,7 +68,8 @@ int main(int argc, char **argv) {
   memcpy(mine, counts, (size_t)size * sizeof *mine);
   memcpy(zero, counts, (size_t)size * sizeof *zero);
   MPI_Bcast(zero, size * (int)sizeof *zero, MPI_BYTE, 0, MPI_COMM_WORLD);
-  CHECK(!memcmp(mine, zero, (size_t)size * sizeof *mine), "this rank's split differs from rank 0's");
+  CHECK(!memcmp(mine, zero, (size_t)size * sizeof *mine),
+        "this rank's split differs from rank 0's");
   hlb_spmd_range(s, &first, &count);
   for (size_t i = 0; i < count; i++)
     if (rows[i] != (double)(first + i)) {
