@@ -18,6 +18,8 @@ packages=(
   libpapi-dev           # hardware counters of the SPMD monitor (libhlb_mpi)
   jq                    # CLI tests parse --json output
   python3               # CLI and MPI tests check JSON and numbers with short scripts
+  libjs-chart.js        # hlb report: Chart.js, inlined into the page at build time
+  chromium              # hlb report tests render the pages headless (--dump-dom)
 )
 
 missing=()

@@ -7,10 +7,10 @@ has '"traceEvents"' "$D/t.json"
 has '"cat":"block"' "$D/t.json"
 has 'throttled x3, emulated' "$D/t.json"
 expect_rc 0 "$HLB" report "$D/t.json" -o "$D/r.html"
-has '<svg' "$D/r.html"
+has 'Chart.js v' "$D/r.html"
 has 'Blocks per PU over time' "$D/r.html"
-has 'Block size per PU over time' "$D/r.html"
-has 'Idle time per PU' "$D/r.html"
+has 'Block size over time' "$D/r.html"
+has 'Idle time at the tail' "$D/r.html"
 # Self-contained: no external scripts, styles or images.
 if grep -Eq '(src|href)=' "$D/r.html"; then fail "report refers to external assets"; fi
 echo '{"traceEvents": 3}' >"$D/bad.json"

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Pages of `hlb report`, rendered in headless Chromium (--dump-dom), checked on the DOM the
+page's script computed: per-PU items equal the run's --json, every drawn chart has axis ticks
+and a legend (as Chart.js computed them), "where the time went" names the throttled PU and the
+released device, a simulator page has one section per policy, an MPI page shows its ranks.
+
+usage: report_pages.py HLB SCRATCH_DIR PRESETS_DIR KIND    KIND: exec, release, sim, mpi, errors
+Exit 77 (skipped) only when no headless Chromium is installed (scripts/install-deps.sh)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from html.parser import HTMLParser
+
+HLB, SCRATCH, PRESETS, KIND = sys.argv[1:5]
+os.makedirs(SCRATCH, exist_ok=True)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FAILS = []
+
+
+def fail(msg):
+    FAILS.append(msg)
+    print("FAIL:", msg, file=sys.stderr)
+
+
+def path(name):
+    return os.path.join(SCRATCH, name)
+
+
+def hlb(*args, rc=0, stdout=None):
+    p = subprocess.run([HLB, *args], capture_output=True, text=True, timeout=120)
+    if p.returncode != rc:
+        sys.exit(f"FAIL: hlb {' '.join(args)}: exit {p.returncode}, expected {rc}\n{p.stdout}{p.stderr}")
+    if stdout:
+        with open(path(stdout), "w") as f:
+            f.write(p.stdout)
+    return p
+
+
+def with_facts(trace, facts_json, out):
+    """The trace with the run's --json as its top-level "hlb" object (what the writers would add)."""
+    t = json.load(open(path(trace)))
+    t["hlb"] = json.load(open(path(facts_json)))
+    json.dump(t, open(path(out), "w"))
+
+
+class Dom(HTMLParser):
+    """Sections, their PU rows, findings and charts, from Chromium's serialised DOM."""
+
+    def __init__(self):
+        super().__init__()
+        self.sections, self.body, self.ranks = [], {}, None
+        self.cell, self.text_of = None, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        sec = self.sections[-1] if self.sections else None
+        if tag == "body":
+            self.body = a
+        elif tag == "dd" and "data-ranks" in a:
+            self.ranks = int(a["data-ranks"])
+        elif tag == "section" and "data-run" in a:
+            self.sections.append({"run": a["data-run"], "hidden": "hidden" in a, "pus": [],
+                                  "findings": [], "charts": [], "bound": None, "ideal": None})
+        elif sec is None:
+            return
+        elif tag == "tr" and "data-pu" in a:
+            sec["pus"].append({"name": a["data-pu"], "items": float(a["data-items"]),
+                               "blocks": int(a["data-blocks"]), "cells": []})
+        elif tag == "td" and sec["pus"]:
+            self.cell = sec["pus"][-1]["cells"]
+            self.cell.append("")
+        elif tag == "li" and "data-finding" in a:
+            sec["findings"].append({"key": a["data-finding"], "pu": a.get("data-pu", ""), "text": ""})
+            self.text_of = sec["findings"][-1]
+        elif tag == "figure" and "data-chart" in a:
+            sec["charts"].append(a)
+        elif tag == "dd" and a.get("class") in ("bound", "ideal"):
+            sec[a["class"]] = float(a["data-s"])
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self.cell = None
+        if tag == "li":
+            self.text_of = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell[-1] += data
+        if self.text_of is not None:
+            self.text_of["text"] += data
+
+
+def render(page, fragment=""):
+    profile = tempfile.mkdtemp()
+    try:
+        p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                            "--no-first-run", "--disable-background-networking",
+                            "--disable-component-update", "--disable-sync",
+                            f"--user-data-dir={profile}", "--dump-dom",
+                            "file://" + os.path.abspath(path(page)) + fragment],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    d = Dom()
+    d.feed(p.stdout)
+    if not d.sections:
+        sys.exit(f"FAIL: {page}: no section in the rendered DOM\n{p.stderr[-2000:]}")
+    return d
+
+
+def check_charts(page, sec, expect_drawn):
+    drawn = [c["data-chart"] for c in sec["charts"] if c.get("data-drawn") == "yes"]
+    for name in expect_drawn:
+        if name not in drawn:
+            fail(f"{page} [{sec['run']}]: chart '{name}' was not drawn (drawn: {drawn})")
+    for c in sec["charts"]:
+        if c.get("data-drawn") != "yes":
+            continue
+        for attr in ("data-ticks-x", "data-ticks-y", "data-legend", "data-title-x", "data-title-y"):
+            if not c.get(attr):
+                fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' has no {attr}")
+        if len(c.get("data-ticks-x", "").split("|")) < 2 or len(c.get("data-ticks-y", "").split("|")) < 2:
+            fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' has fewer than two ticks on an axis")
+
+
+def check_items(page, sec, json_pus):
+    """json_pus: [(name, items, blocks or None)] in the run's order."""
+    if len(sec["pus"]) != len(json_pus):
+        fail(f"{page}: {len(sec['pus'])} PU rows, --json has {len(json_pus)}")
+    for row, (n, i, b) in zip(sec["pus"], json_pus):
+        if row["name"] != n or row["items"] != i or (b is not None and row["blocks"] != b):
+            fail(f"{page}: PU row {row['name']}: {row['items']:.0f} items {row['blocks']} blocks, "
+                 f"--json says {n}: {i} items {b} blocks")
+        if row["cells"][2].strip() != f"{i:.0f}":
+            fail(f"{page}: {n}'s items cell shows '{row['cells'][2]}', expected {i:.0f}")
+
+
+def finding(sec, key, pu):
+    return next((f for f in sec["findings"] if f["key"] == key and f["pu"] == pu), None)
+
+
+ALL_CHARTS = ["gantt", "sizes", "predicted", "fit", "done", "tail"]
+
+
+def exec_page():
+    # The issue's run: a throttled cpu PU next to whatever else is there, policy hlb.
+    hlb("run", "matmul", "--pus", "all", "--throttle", "cpu=4", "--trace", path("t.json"), "--json",
+        stdout="t.out.json")
+    hlb("report", path("t.json"), "-o", path("t.html"))
+    run = json.load(open(path("t.out.json")))
+    sec = render("t.html").sections[0]
+    check_items("t.html", sec, [(p["name"], p["items"], p["blocks"]) for p in run["pus"]])
+    # Blocks the policy predicted, from the trace itself: how often the run got that far varies.
+    blocks = [e for e in json.load(open(path("t.json")))["traceEvents"] if e.get("cat") == "block"]
+    missed = [e for e in blocks if e["tid"] == 0 and e["args"]["predicted_s"] > 0
+              and not 1 / 1.5 <= e["dur"] * 1e-6 / e["args"]["predicted_s"] <= 1.5]
+    check_charts("t.html", sec, ALL_CHARTS if any(e["args"]["predicted_s"] > 0 for e in blocks)
+                 else [c for c in ALL_CHARTS if c != "predicted"])
+    f = finding(sec, "throttle", "cpu")
+    if not f or "x4" not in f["text"]:
+        fail(f"t.html: 'where the time went' does not name the throttled cpu PU: {sec['findings']}")
+    f = finding(sec, "mispredicted", "cpu")
+    if missed and (not f or f"{len(missed)} of cpu" not in f["text"]):
+        fail(f"t.html: {len(missed)} of the throttled PU's blocks took over 1.5x or under 1/1.5 of their prediction; "
+             f"the list says {f}")
+
+
+def release_page():
+    # opencl:0 made 20x slower is released (as in tests/cli/run/run_release.sh).
+    cl = subprocess.run([HLB, "run", "matmul", "--size", "8", "--pus", "opencl:0"], capture_output=True).returncode == 0
+    if not cl:
+        print("no OpenCL device: the release page needs one (scripts/install-deps.sh installs PoCL)")
+        sys.exit(77)
+    hlb("run", "blackscholes", "--size", "2000000", "--pus", "all", "--throttle", "cpu=2", "--throttle", "opencl:0=20",
+        "--policy", "greedy", "--params", "chunk=4000", "--trace", path("rel.json"), "--json",
+        stdout="rel.out.json")
+    run = json.load(open(path("rel.out.json")))
+    released = [p for p in run["pus"] if p["released"]]
+    if [p["name"] for p in released] != ["opencl:0"]:
+        sys.exit(f"FAIL: expected opencl:0 to be released: {run['pus']}")
+    for trace, page in (("rel.json", "rel.html"), ("rel-facts.json", "rel-facts.html")):
+        if trace == "rel-facts.json":
+            with_facts("rel.json", "rel.out.json", trace)
+        hlb("report", path(trace), "-o", path(page))
+        sec = render(page).sections[0]
+        check_items(page, sec, [(p["name"], p["items"], p["blocks"]) for p in run["pus"]])
+        check_charts(page, sec, ["gantt", "sizes", "fit", "done", "tail"])
+        if not finding(sec, "released", "opencl:0"):
+            fail(f"{page}: 'where the time went' does not name the released opencl:0: {sec['findings']}")
+        if not finding(sec, "throttle", "cpu"):
+            fail(f"{page}: the throttled cpu PU is not named")
+    # With the run's facts the reason is the executor's own.
+    row = next(p for p in sec["pus"] if p["name"] == "opencl:0")
+    if released[0]["release_reason"] not in row["cells"][-1]:
+        fail(f"rel-facts.html: opencl:0's status '{row['cells'][-1]}' lacks the run's reason")
+
+
+def sim_page():
+    preset = os.path.join(PRESETS, "plbhec-2machines-matmul.json")
+    hlb("sim", preset, "--items", "20000", "--policy", "all", "--trace", path("s.json"), "--json",
+        stdout="s.out.json")
+    with_facts("s.json", "s.out.json", "s-facts.json")
+    hlb("report", path("s-facts.json"), "-o", path("s.html"))
+    sim = json.load(open(path("s.out.json")))
+    names = [p["name"] for p in sim["policies"]]
+    for fragment, shown in (("", names[0]), ("#run=hlb", "hlb")):
+        dom = render("s.html", fragment)
+        if [s["run"] for s in dom.sections] != names:
+            fail(f"s.html: sections {[s['run'] for s in dom.sections]}, --json has policies {names}")
+        visible = [s for s in dom.sections if not s["hidden"]]
+        if [s["run"] for s in visible] != [shown]:
+            fail(f"s.html{fragment}: visible sections {[s['run'] for s in visible]}, expected [{shown}]")
+            continue
+        sec = visible[0]
+        pol = sim["policies"][names.index(shown)]
+        check_items("s.html", sec, [(n, i, None) for n, i in pol["items_per_pu"].items()])
+        check_charts("s.html", sec, ["gantt", "sizes", "fit", "done", "tail"])
+        if sec["bound"] is None or abs(sec["bound"] / sim["lower_bound_s"] - 1) > 1e-6:
+            fail(f"s.html: bound {sec['bound']}, --json lower_bound_s {sim['lower_bound_s']}")
+
+
+def mpi_page():
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        sys.exit("FAIL: no mpirun (scripts/install-deps.sh installs openmpi-bin)")
+    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "2", HLB, "run", "matmul",
+                        "--mpi", "--size", "384", "--pus", "cpu:1", "--trace", path("m.json"), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        if "without MPI" in p.stderr:
+            print("this hlb was built without MPI")
+            sys.exit(77)
+        sys.exit(f"FAIL: mpirun hlb run --mpi: exit {p.returncode}\n{p.stderr}")
+    open(path("m.out.json"), "w").write(p.stdout)
+    with_facts("m.json", "m.out.json", "m-facts.json")
+    hlb("report", path("m-facts.json"), "-o", path("m.html"))
+    run = json.load(open(path("m.out.json")))
+    dom = render("m.html")
+    sec = dom.sections[0]
+    check_items("m.html", sec, [(p["name"], p["items"], p["blocks"]) for p in run["pus"]])
+    check_charts("m.html", sec, ["gantt", "sizes", "done", "tail"])
+    if dom.ranks != 2:
+        fail(f"m.html: ranks {dom.ranks}, expected 2")
+    gantt = next(c for c in sec["charts"] if c["data-chart"] == "gantt")
+    want = [f"{p['name']}@{p['rank']}" for p in run["pus"]]
+    if gantt.get("data-ticks-y", "").split("|") != want:
+        fail(f"m.html: the Gantt's rows are {gantt.get('data-ticks-y')}, expected {want} (NAME@RANK)")
+    wheres = [p["cells"][1].strip() for p in sec["pus"]]
+    if wheres != [f"rank {p['rank']}" for p in run["pus"]]:
+        fail(f"m.html: PU ranks {wheres}, --json {[p['rank'] for p in run['pus']]}")
+
+
+def errors():
+    """Not an hlb trace, or a broken one: exit 2, the reason with the place, no page written."""
+    cases = {
+        "other.json": ({"traceEvents": [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "Browser"}},
+                                        {"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "name": "x"}]},
+                       "not an hlb trace"),
+        "noevents.json": ({"foo": 1}, "no \"traceEvents\" array"),
+        "badts.json": ({"traceEvents": [{"ph": "M", "pid": 1, "name": "process_name",
+                                         "args": {"name": "hlb run: policy hlb, 4 items, makespan 1 s"}},
+                                        {"ph": "M", "pid": 1, "tid": 0, "name": "thread_name", "args": {"name": "cpu (cpu)"}},
+                                        {"ph": "X", "cat": "block", "name": "[0,+4)", "pid": 1, "tid": 0, "ts": -5,
+                                         "dur": 1, "args": {"count": 4}}]},
+                       "traceEvents[2]: \"ts\" and \"dur\" must be numbers >= 0, got ts -5"),
+        "badfacts.json": ({"traceEvents": [{"ph": "M", "pid": 1, "name": "process_name",
+                                            "args": {"name": "hlb run: policy hlb, 4 items, makespan 1 s"}},
+                                           {"ph": "M", "pid": 1, "tid": 0, "name": "thread_name", "args": {"name": "cpu (cpu)"}},
+                                           {"ph": "X", "cat": "block", "name": "[0,+4)", "pid": 1, "tid": 0, "ts": 0,
+                                            "dur": 1, "args": {"count": 4}}], "hlb": [1]},
+                          "\"hlb\" must be an object"),
+    }
+    for name, (doc, why) in cases.items():
+        json.dump(doc, open(path(name), "w"))
+        page = path(name + ".html")
+        p = hlb("report", path(name), "-o", page, rc=2)
+        if why not in p.stderr or path(name) not in p.stderr:
+            fail(f"{name}: stderr '{p.stderr.strip()}' lacks the file and '{why}'")
+        if os.path.exists(page) or os.path.exists(page + ".tmp"):
+            fail(f"{name}: a page was written for a bad trace")
+
+
+if KIND != "errors" and not CHROMIUM:
+    print("no headless Chromium (scripts/install-deps.sh installs the chromium package)")
+    sys.exit(77)
+{"exec": exec_page, "release": release_page, "sim": sim_page, "mpi": mpi_page, "errors": errors}[KIND]()
+print("FAILED" if FAILS else "ok")
+sys.exit(1 if FAILS else 0)

@@ -1,0 +1,116 @@
+/* The page of `hlb report`: a trace of `hlb run` or `hlb sim` read into runs of blocks per PU
+ * (load.c), the figures a person needs to see why the run took as long as it did (analyze.c),
+ * and one self-contained HTML file with the tables, the "where the time went" list and the
+ * charts, drawn in the browser by the inlined Chart.js (html.c, page.js). */
+#ifndef HLB_TOOLS_REPORT_H
+#define HLB_TOOLS_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "hlb/model.h"
+
+#define HLB__REPORT_MAX_PUS 64
+
+typedef enum hlb__report_kind {
+  HLB__REPORT_EXEC = 0, /* `hlb run --trace` (also under --mpi): one run, blocks with predictions */
+  HLB__REPORT_SIM       /* `hlb sim --trace`: one run per policy, the same PUs in each */
+} hlb__report_kind;
+
+/* One block as the PU saw it: compute_s includes the emulated throttle sleep, as traced. */
+typedef struct hlb__rblock {
+  unsigned pu;
+  double start_s, end_s;
+  double begin, count; /* item range */
+  double transfer_s, compute_s;
+  double predicted_s; /* < 0: the policy had no prediction (training) */
+  int failed;         /* failed or lost: its items went back to the pool */
+} hlb__rblock;
+
+typedef struct hlb__rpu {
+  char name[128];  /* "cpu", "opencl:0", "A.gpu" */
+  char label[160]; /* what the page calls it: the name, "NAME@RANK" under MPI (names repeat) */
+  char kind[32];   /* backend or the cluster's PU kind */
+  char where[64];  /* node (simulator) or "rank N" (MPI, from the run's facts) */
+  char device[160];
+  double throttle;   /* > 1: emulated slowdown */
+  char stopped[320]; /* released or retired, with the reason; "" when it worked to the end */
+  int stopped_known; /* 1: the reason comes from the run's facts; 0: inferred from the trace */
+
+  /* Figures (analyze.c) */
+  double items, failed_items;
+  size_t blocks, failed_blocks;
+  double busy_s, transfer_s, throttle_s, failed_s, idle_s, tail_idle_s, gaps_s;
+  double first_start_s, last_end_s;
+  double max_count;
+  int fitted;       /* 1: curve holds a model */
+  int fit_from_run; /* 1: the run's own model (its facts); 0: fitted here from the blocks */
+  hlb_curve curve;
+  double r2;
+  unsigned terms;
+  double ideal_items; /* the fitted-ideal split's share */
+  double without_s;   /* the fitted-ideal makespan without this PU; NaN when not computed */
+  size_t predicted, mispredicted;
+  double median_ratio;      /* median actual / predicted time of its predicted blocks */
+  double first_predicted_s; /* start of its first predicted block; NaN if none */
+} hlb__rpu;
+
+typedef struct hlb__rrun {
+  char name[96]; /* policy */
+  char params[256];
+  hlb__rpu pu[HLB__REPORT_MAX_PUS];
+  unsigned n_pus;
+  hlb__rblock *b;
+  size_t n, cap;
+  double makespan_s;
+  double items;   /* items done */
+  double bound_s; /* the simulator's lower bound; NaN when the trace does not record it */
+  double ideal_s; /* the fitted-ideal split's makespan; NaN when not enough fits */
+  unsigned ideal_pus;
+} hlb__rrun;
+
+typedef struct hlb__report {
+  hlb__report_kind kind;
+  char source[512];
+  char title[256];
+  char what[512]; /* app/cluster, size, items, from the title or the run's facts */
+  int ranks;      /* MPI ranks from the run's facts; 0 when not an MPI run or unknown */
+  int has_facts;  /* the trace carries the run's facts (top-level "hlb" object) */
+  hlb__rrun *runs;
+  unsigned n_runs;
+} hlb__report;
+
+/* Read the trace at `path`. On bad input prints "hlb report: FILE: what, got VALUE" and
+ * returns HLB_EXIT_USAGE; HLB_EXIT_FAIL when out of memory. */
+int hlb__report_load(const char *path, hlb__report *r);
+void hlb__report_free(hlb__report *r);
+
+/* Fill the figures of every run (per-PU times, fits, the fitted-ideal split). */
+void hlb__report_analyze(hlb__report *r);
+
+/* One finding of "where the time went". */
+typedef struct hlb__finding {
+  char key[24];     /* machine-readable kind: "training", "tail", "mispredicted", ... */
+  char pu[128];     /* the PU it is about, "" for the whole run */
+  double cost_s;    /* time it stands for, to order the list */
+  char text[512];   /* what happened, with its figure */
+  char change[384]; /* what a user could change */
+} hlb__finding;
+
+/* The findings of one run, most costly first; returns how many (at most max). */
+size_t hlb__report_findings(const hlb__report *r, const hlb__rrun *run, hlb__finding *out,
+                            size_t max);
+
+/* Write the page. Blocks beyond the drawing limits are merged or thinned (the page says so). */
+int hlb__report_write_html(const hlb__report *r, FILE *f);
+
+/* The whole command after its options: returns the exit status (0, 1 or 2). */
+int hlb__report_run(const char *trace_path, const char *page_path);
+
+/* The inlined assets (generated at build time by embed.cmake). */
+extern const char hlb__report_chartjs[];
+extern const char hlb__report_page_js[];
+extern const char hlb__report_page_css[];
+extern const int hlb__report_have_chartjs;
+
+#endif
