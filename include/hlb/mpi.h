@@ -42,9 +42,14 @@ typedef struct hlb_spmd_options {
    * count and the same on every rank: e.g. the split a previous run ended with, so that a
    * restarted job need not rebalance again. NULL (default): the even split. */
   const size_t *initial_counts;
+  /* Rank 0 writes every sampling interval's measurements, decisions and redistributions to
+   * this file at hlb_spmd_destroy (`hlb report FILE` draws them; docs/report.md). NULL: none.
+   * Checked at hlb_spmd_create: a path that cannot be written fails there. */
+  const char *trace;
 } hlb_spmd_options;
 
-/* Defaults: $HLB_REPART_POLICY or "hlb", interval 100, PAPI on, min_rows 1, even start. */
+/* Defaults: $HLB_REPART_POLICY or "hlb", interval 100, PAPI on, min_rows 1, even start,
+ * trace $HLB_SPMD_TRACE or none. */
 HLB_EXTERN void hlb_spmd_options_default(hlb_spmd_options *o);
 
 typedef struct hlb_spmd hlb_spmd;

@@ -11,6 +11,7 @@
 #include "policy/lookup.h"
 #include "mpi/monitor.h"
 #include "mpi/redistribute.h"
+#include "mpi/spmd_trace.h"
 #include "policy/repart_common.h"
 
 #define HLB_SPMD_MAX_ARRAYS 32
@@ -39,6 +40,7 @@ struct hlb_spmd {
   hlb_spmd_stats stats;
   long *redistributed_at; /* iteration of each redistribution */
   int log;                /* HLB_SPMD_LOG set: log every interval on rank 0 */
+  hlb__spmd_trace trace;  /* rank 0, HLB_SPMD_TRACE set: every interval, written at the end */
   unsigned redistributed_cap;
 };
 
@@ -49,6 +51,7 @@ void hlb_spmd_options_default(hlb_spmd_options *o) {
   o->interval = HLB_SPMD_DEFAULT_INTERVAL;
   o->use_papi = 1;
   o->min_rows = 1;
+  o->trace = hlb__option_env("spmd-trace");
 }
 
 /* Each rank's first row: the rows of the ranks before it. */
@@ -158,9 +161,12 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
               !s->decision_msg || !s->decision_mine))
     rc = hlb__error(HLB_ENOMEM, "spmd: out of memory for %d ranks", s->size);
   if (!rc) rc = resolve_policy(s);
+  if (!rc && s->rank == 0) rc = hlb__spmd_trace_open(&s->trace, s->opt.trace, s->size, MPI_Wtime());
   rc = start_split(s, rc);
   s->opt.initial_counts = NULL; /* the caller's array; read only here */
+  s->opt.trace = NULL;          /* the caller's string; copied by the trace */
   if (rc) {
+    hlb__spmd_trace_free(&s->trace); /* nothing ran: no trace to write */
     hlb_spmd_destroy(s);
     return rc;
   }
@@ -171,8 +177,19 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
   return 0;
 }
 
+/* The trace is written here, at the end, on rank 0; destroy returns nothing, so a failure is
+ * said on stderr. */
+static void write_trace(hlb_spmd *s) {
+  if (!s->trace.path || !s->policy) return;
+  if (hlb__spmd_trace_write(&s->trace, s->policy->name, s->opt.params, s->rows, s->opt.interval,
+                            s->stats.iterations, s->stats.papi))
+    fprintf(stderr, "hlb %s\n", hlb_last_error());
+}
+
 void hlb_spmd_destroy(hlb_spmd *s) {
   if (!s) return;
+  write_trace(s);
+  hlb__spmd_trace_free(&s->trace);
   if (s->policy && s->policy_state) s->policy->fini(s->policy_state);
   hlb__monitor_fini(&s->monitor);
   if (s->comm != MPI_COMM_NULL && s->comm) MPI_Comm_free(&s->comm);
@@ -395,10 +412,22 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
   if (rc) return rc;
   s->stats.last = d;
   if (s->log) log_interval(s, &d);
+  if (s->rank == 0) {
+    rc = hlb__spmd_trace_interval_add(&s->trace, s->stats.iterations, MPI_Wtime(), s->gathered, &d);
+    if (rc) { /* tracing must not stop the computation: stop the trace instead */
+      fprintf(stderr, "hlb %s; the trace stops here\n", hlb_last_error());
+      rc = 0;
+    }
+  }
   if (!d.rebalance) return 0;
   enforce_min_rows(s);
   if (!memcmp(s->counts, s->new_counts, (size_t)s->size * sizeof(size_t))) return 0;
+  size_t moved_before = s->stats.rows_moved;
+  double cost_before = s->stats.redistribute_s;
   rc = redistribute_all(s);
+  if (!rc && s->rank == 0)
+    hlb__spmd_trace_moved(&s->trace, s->stats.rows_moved - moved_before,
+                          s->stats.redistribute_s - cost_before);
   if (!rc && changed) *changed = 1;
   return rc;
 }

@@ -4,7 +4,11 @@ page's script computed: per-PU items equal the run's --json, every drawn chart h
 and a legend (as Chart.js computed them), "where the time went" names the throttled PU and the
 released device, a simulator page has one section per policy, an MPI page shows its ranks.
 
-usage: report_pages.py HLB SCRATCH_DIR PRESETS_DIR KIND    KIND: exec, release, sim, mpi, errors
+An SPMD page (a trace written by the SPMD layer, HLB_SPMD_TRACE) shows each redistribution with
+the rows it moved, as the code's own output counts them.
+
+usage: report_pages.py HLB SCRATCH_DIR PRESETS_DIR KIND [HLB_JACOBI]
+       KIND: exec, release, sim, mpi, spmd, errors; spmd needs examples/mpi's hlb_jacobi
 Exit 77 (skipped) only when no headless Chromium is installed (scripts/install-deps.sh)."""
 import json
 import os
@@ -52,7 +56,7 @@ class Dom(HTMLParser):
     def __init__(self):
         super().__init__()
         self.sections, self.body, self.ranks = [], {}, None
-        self.cell, self.text_of = None, None
+        self.row, self.cell, self.text_of = None, None, None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -63,15 +67,22 @@ class Dom(HTMLParser):
             self.ranks = int(a["data-ranks"])
         elif tag == "section" and "data-run" in a:
             self.sections.append({"run": a["data-run"], "hidden": "hidden" in a, "pus": [],
-                                  "findings": [], "charts": [], "bound": None, "ideal": None})
+                                  "findings": [], "charts": [], "bound": None, "ideal": None,
+                                  "moves": [], "moves_dd": None})
         elif sec is None:
             return
         elif tag == "tr" and "data-pu" in a:
             sec["pus"].append({"name": a["data-pu"], "items": float(a["data-items"]),
                                "blocks": int(a["data-blocks"]), "cells": []})
-        elif tag == "td" and sec["pus"]:
-            self.cell = sec["pus"][-1]["cells"]
+            self.row = sec["pus"][-1]["cells"]
+        elif tag == "tr" and a.get("class") == "move":
+            sec["moves"].append([])
+            self.row = sec["moves"][-1]
+        elif tag == "td" and self.row is not None:
+            self.cell = self.row
             self.cell.append("")
+        elif tag == "dd" and a.get("class") == "moves":
+            sec["moves_dd"] = (int(a["data-moves"]), float(a["data-rows"]))
         elif tag == "li" and "data-finding" in a:
             sec["findings"].append({"key": a["data-finding"], "pu": a.get("data-pu", ""), "text": ""})
             self.text_of = sec["findings"][-1]
@@ -83,6 +94,8 @@ class Dom(HTMLParser):
     def handle_endtag(self, tag):
         if tag == "td":
             self.cell = None
+        if tag == "tr":
+            self.row = None
         if tag == "li":
             self.text_of = None
 
@@ -253,6 +266,53 @@ def mpi_page():
         fail(f"m.html: PU ranks {wheres}, --json {[p['rank'] for p in run['pus']]}")
 
 
+def spmd_page():
+    jacobi = sys.argv[5] if len(sys.argv) > 5 else ""
+    mpirun = shutil.which("mpirun")
+    if not mpirun or not os.access(jacobi, os.X_OK):
+        print("this hlb was built without MPI: no hlb_jacobi")
+        sys.exit(77)
+    # Rank 2 is made 3x slower from iteration 40, and the policy is made eager, so rows move.
+    env = dict(os.environ, HLB_SPMD_TRACE=path("sp.json"))
+    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "3", jacobi, "--rows", "600",
+                        "--iters", "200", "--interval", "10", "--policy", "hlb", "--params", "persist=1,threshold=0",
+                        "--inject-rank", "2", "--inject-from", "40", "--inject-frac", "3"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: mpirun hlb_jacobi: exit {p.returncode}\n{p.stderr}")
+    out = json.loads(p.stdout.splitlines()[0])
+    trace = json.load(open(path("sp.json")))["hlb_spmd"]
+    ivs = trace["intervals"]
+    if len(ivs) != out["iterations"] // 10 or trace["ranks"] != 3:
+        fail(f"sp.json: {len(ivs)} intervals over {trace['ranks']} ranks, expected {out['iterations'] // 10} over 3")
+    for k, iv in enumerate(ivs):
+        if sum(iv["rows"]) != 600:
+            fail(f"sp.json: interval {k}: the ranks' rows sum to {sum(iv['rows'])}, not 600")
+    hlb("report", path("sp.json"), "-o", path("sp.html"))
+    dom = render("sp.html")
+    sec = dom.sections[0]
+    if dom.ranks != 3:
+        fail(f"sp.html: ranks {dom.ranks}, expected 3")
+    want = [(f"rank {r}", ivs[-1]["rows"][r], len(ivs)) for r in range(3)]
+    got = [(u["name"], u["items"], u["blocks"]) for u in sec["pus"]]
+    if got != want:
+        fail(f"sp.html: rank rows {got}, the trace's last interval says {want}")
+    if out["redistributions"] == 0:
+        fail("hlb_jacobi moved no rows: the eager policy should have (rank 2 was made 3x slower)")
+    if sec["moves_dd"] != (out["redistributions"], out["rows_moved"]):
+        fail(f"sp.html: redistributions and rows moved {sec['moves_dd']}, hlb_jacobi says "
+             f"{(out['redistributions'], out['rows_moved'])}")
+    moved = sum(int(m[4]) for m in sec["moves"])
+    if len(sec["moves"]) != out["redistributions"] or moved != out["rows_moved"]:
+        fail(f"sp.html: the redistributions table has {len(sec['moves'])} rows moving {moved} rows, "
+             f"hlb_jacobi says {out['redistributions']} moving {out['rows_moved']}")
+    f = finding(sec, "redistribute", "")
+    n = out["redistributions"]
+    if not f or f"{n} redistribution{'s' if n > 1 else ''} moved {out['rows_moved']} rows" not in f["text"]:
+        fail(f"sp.html: 'where the time went' lacks the redistributions: {sec['findings']}")
+    check_charts("sp.html", sec, ["imbalance", "ranktime", "rows", "moves"])
+
+
 def errors():
     """Not an hlb trace, or a broken one: exit 2, the reason with the place, no page written."""
     cases = {
@@ -272,6 +332,16 @@ def errors():
                                            {"ph": "X", "cat": "block", "name": "[0,+4)", "pid": 1, "tid": 0, "ts": 0,
                                             "dur": 1, "args": {"count": 4}}], "hlb": [1]},
                           "\"hlb\" must be an object"),
+        "badspmd.json": ({"hlb_spmd": {"version": 1, "ranks": 2, "rows": 10, "iterations": 10, "interval": 10,
+                                       "intervals": [{"iteration": 10, "t_start_s": 0, "t_end_s": 1, "imbalance": 0,
+                                                      "predicted_gain_s": 0, "rows": [5, 5], "real_s": [1],
+                                                      "cpu_s": [1, 1], "comm_s": [0, 0], "work": [1, 1]}]}},
+                         "hlb_spmd.intervals[0].real_s: must be an array of 2 numbers"),
+        "negspmd.json": ({"hlb_spmd": {"version": 1, "ranks": 1, "rows": 10, "iterations": 10, "interval": 10,
+                                       "intervals": [{"iteration": 10, "t_start_s": 0, "t_end_s": 1, "imbalance": 0,
+                                                      "predicted_gain_s": 0, "rows": [10], "real_s": [-2],
+                                                      "cpu_s": [1], "comm_s": [0], "work": [1]}]}},
+                         "hlb_spmd.intervals[0].real_s[0]: must be a number >= 0, got -2"),
     }
     for name, (doc, why) in cases.items():
         json.dump(doc, open(path(name), "w"))
@@ -286,6 +356,7 @@ def errors():
 if KIND != "errors" and not CHROMIUM:
     print("no headless Chromium (scripts/install-deps.sh installs the chromium package)")
     sys.exit(77)
-{"exec": exec_page, "release": release_page, "sim": sim_page, "mpi": mpi_page, "errors": errors}[KIND]()
+{"exec": exec_page, "release": release_page, "sim": sim_page, "mpi": mpi_page, "spmd": spmd_page,
+ "errors": errors}[KIND]()
 print("FAILED" if FAILS else "ok")
 sys.exit(1 if FAILS else 0)

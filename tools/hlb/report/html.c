@@ -21,7 +21,7 @@ static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7"
                                       "#56B4E9", "#D55E00", "#F0E442"};
 #define PALETTE_N (sizeof palette / sizeof palette[0])
 
-static void esc(FILE *f, const char *s) {
+void hlb__report_esc(FILE *f, const char *s) {
   for (; *s; s++) {
     switch (*s) {
     case '<':
@@ -46,7 +46,7 @@ static void esc(FILE *f, const char *s) {
 }
 
 /* A JSON string inside a <script>: "</" would end the script, so "/" after "<" is escaped. */
-static void json_str(FILE *f, const char *s) {
+void hlb__report_json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     if (*p == '"' || *p == '\\')
@@ -61,11 +61,19 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static void json_num(FILE *f, double x) {
+void hlb__report_json_num(FILE *f, double x) {
   if (isfinite(x))
     fprintf(f, "%.6g", x);
   else
     fputs("null", f);
+}
+
+#define esc hlb__report_esc
+#define json_str hlb__report_json_str
+#define json_num hlb__report_json_num
+
+const char *hlb__report_color(unsigned i) {
+  return palette[i % PALETTE_N];
 }
 
 /* ---- header, facts, table, findings ------------------------------------------------------ */
@@ -160,6 +168,11 @@ static void run_facts(FILE *f, const hlb__report *r, const hlb__rrun *run) {
 static void findings(FILE *f, const hlb__report *r, const hlb__rrun *run) {
   hlb__finding *list = calloc(64, sizeof *list);
   size_t n = list ? hlb__report_findings(r, run, list, 64) : 0;
+  hlb__report_findings_html(f, list, n);
+  free(list);
+}
+
+void hlb__report_findings_html(FILE *f, const hlb__finding *list, size_t n) {
   fputs("<h3>Where the time went</h3><ol class='findings'>", f);
   for (size_t i = 0; i < n; i++) {
     fprintf(f, "<li data-finding='%s' data-pu='", list[i].key);
@@ -178,7 +191,6 @@ static void findings(FILE *f, const hlb__report *r, const hlb__rrun *run) {
           "naming.</li>",
           f);
   fputs("</ol>\n", f);
-  free(list);
 }
 
 static void model_cell(FILE *f, const hlb__rpu *u) {
@@ -449,6 +461,7 @@ static void picker(FILE *f, const hlb__report *r) {
 }
 
 int hlb__report_write_html(const hlb__report *r, FILE *f) {
+  if (r->kind == HLB__REPORT_SPMD) return hlb__report_write_spmd_html(r, f);
   fputs("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>hlb report: ", f);
   esc(f, r->source);
   fputs("</title><style>", f);

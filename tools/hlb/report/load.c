@@ -284,8 +284,15 @@ int hlb__report_load(const char *path, hlb__report *r) {
   loader *L = calloc(1, sizeof *L);
   int rc = L ? 0 : HLB_EXIT_FAIL;
   const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+  const cJSON *spmd = cJSON_GetObjectItemCaseSensitive(root, "hlb_spmd");
+  if (rc == 0 && spmd) {
+    rc = hlb__report_load_spmd(path, spmd, r);
+    free(L);
+    cJSON_Delete(root);
+    return rc;
+  }
   if (rc == 0 && !cJSON_IsArray(ev))
-    rc = bad(path, "not an hlb trace: no \"traceEvents\" array, got %s",
+    rc = bad(path, "not an hlb trace: no \"traceEvents\" array (nor an \"hlb_spmd\" object), got %s",
              cJSON_IsObject(root) ? "an object without it" : "no JSON object at the top");
   if (rc == 0) {
     L->path = path;
@@ -303,5 +310,10 @@ void hlb__report_free(hlb__report *r) {
   for (unsigned i = 0; i < r->n_runs; i++)
     free(r->runs[i].b);
   free(r->runs);
+  if (r->spmd) {
+    free(r->spmd->iv);
+    free(r->spmd->values);
+    free(r->spmd);
+  }
   memset(r, 0, sizeof *r);
 }

@@ -211,7 +211,59 @@
       height: Math.max(140, 40 * names.length + 90)};
   }
 
-  const makers = {gantt: gantt, sizes: sizes, predicted: predicted, fit: fit, done: done, tail: tail};
+  /* SPMD traces: one point per sampling interval, x the iterations done at its end. */
+  function perRank(run, value, extra) {
+    return run.ranks.map(function (p, r) {
+      return Object.assign({label: p.name, borderColor: p.color, backgroundColor: p.color, pointRadius: 1.5, borderWidth: 2,
+                            data: run.intervals.map(function (iv) { return {x: iv.it, y: value(iv, r)}; })}, extra || {});
+    });
+  }
+  const iterations = function (v) { return String(Math.round(v)); };
+  const percent = function (v) { return +(100 * v).toPrecision(3) + ' %'; };
+  function spmdImbalance(run, note) {
+    const moves = run.intervals.filter(function (iv) { return iv.moved !== null; });
+    note.textContent = moves.length ? 'Rows moved after ' + moves.length + ' interval' + (moves.length > 1 ? 's' : '') + '.'
+                                    : 'No rows moved.';
+    return {type: 'line', data: {datasets: [
+      {label: 'imbalance', borderColor: GREY, backgroundColor: GREY, pointRadius: 1.5, borderWidth: 2,
+       data: run.intervals.map(function (iv) { return {x: iv.it, y: iv.imb}; })},
+      {label: 'rows moved after this interval', type: 'scatter', pointStyle: 'triangle', pointRadius: 7,
+       borderColor: '#D55E00', backgroundColor: '#D55E00',
+       data: moves.map(function (iv) { return {x: iv.it, y: iv.imb}; })}]},
+      options: {scales: {x: axis('iterations done', 'linear', iterations), y: axis('imbalance', 'linear', percent, {min: 0})},
+                plugins: {tooltip: {callbacks: {label: function (c) {
+                  const iv = run.intervals.find(function (v) { return v.it === c.raw.x; });
+                  return 'iteration ' + iv.it + ': imbalance ' + percent(iv.imb) + ', predicted gain ' + seconds(iv.gain || 0) +
+                    (iv.moved !== null ? ', ' + iv.moved + ' rows moved in ' + seconds(iv.cost || 0) : '');
+                }}}}}};
+  }
+  function spmdTime(run) {
+    return {type: 'line', data: {datasets: perRank(run, function (iv, r) { return iv.compute[r]; })},
+            options: {scales: {x: axis('iterations done', 'linear', iterations), y: axis('compute time in the interval', 'linear', seconds, {min: 0})}}};
+  }
+  function spmdRows(run) {
+    return {type: 'line', data: {datasets: perRank(run, function (iv, r) { return iv.rows[r]; }, {stepped: 'before'})},
+            options: {scales: {x: axis('iterations done', 'linear', iterations), y: axis('rows owned', 'linear', count, {min: 0})}}};
+  }
+  function spmdMoves(run, note) {
+    const moves = run.intervals.filter(function (iv) { return iv.moved !== null; });
+    if (!moves.length) { note.textContent = 'No redistribution: the split stayed as it started.'; return null; }
+    const total = moves.reduce(function (a, iv) { return a + (iv.cost || 0); }, 0);
+    note.textContent = moves.length + ' redistribution' + (moves.length > 1 ? 's' : '') + ', ' + seconds(total) + ' in all.';
+    const last = run.intervals[run.intervals.length - 1].it;
+    return {type: 'bar', data: {datasets: [
+      {label: 'rows moved', backgroundColor: '#0072B2', barThickness: 12,
+       data: moves.map(function (iv) { return {x: iv.it, y: iv.moved}; })}]},
+      options: {scales: {x: axis('redistribution after iteration', 'linear', iterations, {min: 0, max: last}),
+                         y: axis('rows moved', 'linear', count, {min: 0})},
+                plugins: {tooltip: {callbacks: {label: function (c) {
+                  const iv = moves[c.dataIndex];
+                  return iv.moved + ' rows moved in ' + seconds(iv.cost || 0) + '; predicted gain ' + seconds(iv.gain || 0);
+                }}}}}};
+  }
+
+  const makers = {gantt: gantt, sizes: sizes, predicted: predicted, fit: fit, done: done, tail: tail,
+                  imbalance: spmdImbalance, ranktime: spmdTime, rows: spmdRows, moves: spmdMoves};
 
   /* What Chart.js computed, copied into the DOM. */
   function record(fig, chart) {

@@ -14,7 +14,8 @@
 
 typedef enum hlb__report_kind {
   HLB__REPORT_EXEC = 0, /* `hlb run --trace` (also under --mpi): one run, blocks with predictions */
-  HLB__REPORT_SIM       /* `hlb sim --trace`: one run per policy, the same PUs in each */
+  HLB__REPORT_SIM,      /* `hlb sim --trace`: one run per policy, the same PUs in each */
+  HLB__REPORT_SPMD      /* HLB_SPMD_TRACE of an SPMD code: sampling intervals per rank */
 } hlb__report_kind;
 
 /* One block as the PU saw it: compute_s includes the emulated throttle sleep, as traced. */
@@ -69,6 +70,29 @@ typedef struct hlb__rrun {
   unsigned ideal_pus;
 } hlb__rrun;
 
+/* One sampling interval of an SPMD trace (src/mpi/spmd_trace.c): what each rank measured and
+ * what the repartition policy decided. The per-rank arrays point into hlb__rspmd.values. */
+typedef struct hlb__rspmd_interval {
+  double iteration, t_start_s, t_end_s;
+  double imbalance, gain_s; /* the policy's (max - min) / max and predicted gain */
+  int rebalance, dedicated, long_term;
+  int redistributed;
+  double rows_moved, redistribute_s;
+  double *rows, *real_s, *cpu_s, *comm_s, *work;
+  /* Figures (spmd.c): the slowest rank's compute time less the mean, and which rank it was. */
+  double waited_s;
+  unsigned slowest;
+} hlb__rspmd_interval;
+
+typedef struct hlb__rspmd {
+  char policy[96], params[256], work_unit[32];
+  double rows, iterations, interval;
+  unsigned ranks;
+  hlb__rspmd_interval *iv;
+  size_t n;
+  double *values;
+} hlb__rspmd;
+
 typedef struct hlb__report {
   hlb__report_kind kind;
   char source[512];
@@ -78,6 +102,7 @@ typedef struct hlb__report {
   int has_facts;  /* the trace carries the run's facts (top-level "hlb" object) */
   hlb__rrun *runs;
   unsigned n_runs;
+  hlb__rspmd *spmd; /* kind HLB__REPORT_SPMD: the intervals; runs is empty then */
 } hlb__report;
 
 /* Read the trace at `path`. On bad input prints "hlb report: FILE: what, got VALUE" and
@@ -100,6 +125,19 @@ typedef struct hlb__finding {
 /* The findings of one run, most costly first; returns how many (at most max). */
 size_t hlb__report_findings(const hlb__report *r, const hlb__rrun *run, hlb__finding *out,
                             size_t max);
+
+/* An SPMD trace's "hlb_spmd" object (spmd.c): same error convention as hlb__report_load. */
+struct cJSON;
+int hlb__report_load_spmd(const char *path, const struct cJSON *o, hlb__report *r);
+size_t hlb__report_spmd_findings(const hlb__rspmd *s, hlb__finding *out, size_t max);
+int hlb__report_write_spmd_html(const hlb__report *r, FILE *f);
+
+/* HTML and JSON helpers shared by the pages (html.c). */
+void hlb__report_esc(FILE *f, const char *s);
+void hlb__report_json_str(FILE *f, const char *s);
+void hlb__report_json_num(FILE *f, double x);
+const char *hlb__report_color(unsigned i);
+void hlb__report_findings_html(FILE *f, const hlb__finding *list, size_t n);
 
 /* Write the page. Blocks beyond the drawing limits are merged or thinned (the page says so). */
 int hlb__report_write_html(const hlb__report *r, FILE *f);
