@@ -68,13 +68,15 @@ class Dom(HTMLParser):
         elif tag == "section" and "data-run" in a:
             self.sections.append({"run": a["data-run"], "hidden": "hidden" in a, "pus": [],
                                   "findings": [], "charts": [], "bound": None, "ideal": None,
-                                  "moves": [], "moves_dd": None})
+                                  "moves": [], "moves_dd": None, "links": {}})
         elif sec is None:
             return
         elif tag == "tr" and "data-pu" in a:
             sec["pus"].append({"name": a["data-pu"], "items": float(a["data-items"]),
                                "blocks": int(a["data-blocks"]), "cells": []})
             self.row = sec["pus"][-1]["cells"]
+        elif tag == "tr" and "data-rank" in a:
+            sec["links"][int(a["data-rank"])] = float(a["data-transfer-s"])
         elif tag == "tr" and a.get("class") == "move":
             sec["moves"].append([])
             self.row = sec["moves"][-1]
@@ -261,6 +263,14 @@ def mpi_page():
     want = [f"{p['name']}@{p['rank']}" for p in run["pus"]]
     if gantt.get("data-ticks-y", "").split("|") != want:
         fail(f"m.html: the Gantt's rows are {gantt.get('data-ticks-y')}, expected {want} (NAME@RANK)")
+    # The links table: each rank's transfer time is the sum over its PUs' blocks in the trace.
+    per_rank = {}
+    for e in json.load(open(path("m.json")))["traceEvents"]:
+        if e.get("cat") == "block":
+            rank = run["pus"][e["tid"]]["rank"]
+            per_rank[rank] = per_rank.get(rank, 0) + e["args"].get("transfer_s", 0)
+    if sorted(sec["links"]) != [0, 1] or any(abs(sec["links"][k] - v) > 1e-6 + 1e-6 * v for k, v in per_rank.items()):
+        fail(f"m.html: links table {sec['links']}, the trace's transfer time per rank {per_rank}")
     wheres = [p["cells"][1].strip() for p in sec["pus"]]
     if wheres != [f"rank {p['rank']}" for p in run["pus"]]:
         fail(f"m.html: PU ranks {wheres}, --json {[p['rank'] for p in run['pus']]}")

@@ -242,6 +242,49 @@ static void pu_table(FILE *f, const hlb__rrun *run) {
   fputs("</tbody></table>\n", f);
 }
 
+/* MPI runs: what each rank's link cost as the blocks measured it. A remote PU's transfer time
+ * is its block's input arriving over MPI, its host-device copies, and rank 0 receiving the
+ * output; rank 0's own PUs pay only the copies. */
+static int block_rank(const hlb__rpu *u) {
+  int rank = -1;
+  return sscanf(u->where, "rank %d", &rank) == 1 ? rank : -1;
+}
+
+static void links_table(FILE *f, const hlb__report *r, const hlb__rrun *run) {
+  if (r->ranks < 2) return;
+  fputs("<h3>Links, as the blocks measured them</h3><table class='pus links'><thead><tr>"
+        "<th>rank</th><th>PUs</th><th>blocks</th><th>items</th><th>transfer s</th>"
+        "<th>transfer per block</th><th>transfer per 1000 items</th><th>transfer share of busy</th>"
+        "</tr></thead><tbody>",
+        f);
+  for (int rank = 0; rank < r->ranks; rank++) {
+    double blocks = 0, items = 0, transfer = 0, busy = 0;
+    unsigned pus = 0;
+    for (unsigned p = 0; p < run->n_pus; p++) {
+      const hlb__rpu *u = &run->pu[p];
+      if (block_rank(u) != rank) continue;
+      pus++;
+      blocks += (double)u->blocks;
+      items += u->items;
+      transfer += u->transfer_s;
+      busy += u->busy_s;
+    }
+    fprintf(f, "<tr data-rank='%d' data-transfer-s='%.9g'><td>%d%s</td><td>%u</td>", rank, transfer,
+            rank, rank ? "" : " (balances)", pus);
+    if (blocks > 0)
+      fprintf(f, "<td>%.0f</td><td>%.0f</td><td>%.4g</td><td>%.3g s</td><td>%.3g s</td><td>%.1f %%</td>",
+              blocks, items, transfer, transfer / blocks, items > 0 ? 1000 * transfer / items : 0,
+              busy > 0 ? 100 * transfer / busy : 0);
+    else
+      fputs("<td>0</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td>", f);
+    fputs("</tr>", f);
+  }
+  fputs("</tbody></table><p class='note'>Rank 0 gives out the blocks; a block for another rank "
+        "sends its input there and its output back, so that rank's transfer time is the link "
+        "(plus host-device copies). <code>hlb profile-links</code> measures the links alone.</p>\n",
+        f);
+}
+
 /* ---- chart data ------------------------------------------------------------------------- */
 
 /* One entry of the Gantt: a block, or consecutive finished blocks of a PU merged. */
@@ -439,6 +482,7 @@ static void section(FILE *f, const hlb__report *r, unsigned i) {
   run_facts(f, r, run);
   findings(f, r, run);
   pu_table(f, run);
+  links_table(f, r, run);
   for (size_t c = 0; c < sizeof charts / sizeof charts[0]; c++) {
     fprintf(f, "<figure class='chart' data-chart='%s'><figcaption>", charts[c][0]);
     esc(f, charts[c][1]);
