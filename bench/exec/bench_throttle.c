@@ -58,8 +58,8 @@ static int block_line(const hlb_exec_stats *st, unsigned pu, hlb_curve *c) {
 
 /* The equal-finish-time makespan of n_items on those lines, one block per PU. */
 static double fitted_ideal(const hlb_exec_stats *st, size_t n_items) {
-  hlb_curve c[HLB_EXEC_MAX_PUS];
-  double x[HLB_EXEC_MAX_PUS], t = 0;
+  hlb_curve c[HLB_EXEC_MAX_LOCAL_PUS];
+  double x[HLB_EXEC_MAX_LOCAL_PUS], t = 0;
   for (unsigned i = 0; i < st->n_pus; i++)
     if (!block_line(st, i, &c[i])) return 0;
   return hlb_eft_solve(c, NULL, st->n_pus, (double)n_items, x, &t) ? 0 : t;

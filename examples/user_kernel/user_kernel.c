@@ -66,10 +66,10 @@ int main(int argc, char **argv) {
   saxpy s = {.a = 2.0f, .x = x, .y = y};
 
   /* 4. The PUs: "all" takes every local one; a list such as "cpu,opencl:0" picks some. */
-  hlb_exec_pu pus[HLB_EXEC_MAX_PUS];
+  hlb_exec_pu pus[HLB_EXEC_MAX_LOCAL_PUS];
   unsigned n_pus = 0;
   hlb_executor *ex = NULL;
-  int rc = hlb_exec_parse_pus(spec, pus, HLB_EXEC_MAX_PUS, &n_pus);
+  int rc = hlb_exec_parse_pus(spec, pus, HLB_EXEC_MAX_LOCAL_PUS, &n_pus);
   if (rc == 0) rc = hlb_executor_create(pus, n_pus, &ex);
   if (rc) {
     fprintf(stderr, "user_kernel: %s\n", hlb_last_error());

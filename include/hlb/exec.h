@@ -26,8 +26,12 @@
 
 HLB_BEGIN_DECLS
 
-/* Most PUs one executor drives, and most shared buffers one codelet has. */
-#define HLB_EXEC_MAX_PUS 32
+/* An array of this many hlb_exec_pu holds every PU that a PU list or the discovery of one
+ * machine gives (cpu plus each OpenCL and CUDA device): the `cap` to pass to
+ * hlb_exec_discover() and hlb_exec_parse_pus(). Executors and MPI runs take any number of
+ * PUs; nothing else is sized by it. */
+#define HLB_EXEC_MAX_LOCAL_PUS 64
+/* Most shared buffers one codelet has. */
 #define HLB_EXEC_MAX_SHARED 4
 
 /* The kinds of backend. A build has cpu always, opencl and cuda when CMake found them. */
@@ -199,8 +203,8 @@ typedef struct hlb_exec_stats {
   char policy[32];
   size_t n_items;
   unsigned n_pus;
-  hlb_exec_pu pu[HLB_EXEC_MAX_PUS];
-  hlb_exec_pu_stats per_pu[HLB_EXEC_MAX_PUS];
+  hlb_exec_pu *pu;            /* n_pus entries (owned; hlb_exec_stats_clear frees them) */
+  hlb_exec_pu_stats *per_pu; /* n_pus entries (owned) */
   double makespan_s; /* wall time from the first grant to the last block's end */
   double solver_s;   /* time spent inside the policy */
   size_t n_log;      /* entries in log */

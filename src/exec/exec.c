@@ -25,26 +25,34 @@ typedef struct run_ctx {
   int error;                          /* first fatal error of a driver; guarded by mu */
   char error_text[512];
   char fail_text[512]; /* the last failed block's error; guarded by mu */
-  const void *shared[HLB_EXEC_MAX_PUS][HLB_EXEC_MAX_SHARED];
-  int prepared[HLB_EXEC_MAX_PUS];
-  hlb_exec_pu_stats st[HLB_EXEC_MAX_PUS]; /* each written by its driver only */
+  /* Per PU of the executor (ex->n entries each, allocated per run by alloc_run). */
+  const void *(*shared)[HLB_EXEC_MAX_SHARED];
+  int *prepared;
+  hlb_exec_pu_stats *st; /* each written by its driver only */
   /* For the progress display: each PU's last block size and balancer index; guarded by mu. */
-  size_t last_block[HLB_EXEC_MAX_PUS];
-  int bpu_of[HLB_EXEC_MAX_PUS];
+  size_t *last_block;
+  int *bpu_of;
   /* Each PU's block in flight (for judging a device before its block ends); guarded by mu. */
-  int in_block[HLB_EXEC_MAX_PUS];
-  double block_start[HLB_EXEC_MAX_PUS];
-  size_t block_count[HLB_EXEC_MAX_PUS];
-  hlb_block block[HLB_EXEC_MAX_PUS];
+  int *in_block;
+  double *block_start;
+  size_t *block_count;
+  hlb_block *block;
   /* committing: the PU is writing its block's output back (it can no longer be abandoned);
    * abandoned: its block in flight was given back to the pool when it was released, so it
    * must not write its output. Both guarded by mu. */
-  int committing[HLB_EXEC_MAX_PUS], abandoned[HLB_EXEC_MAX_PUS];
+  int *committing, *abandoned;
+  /* Per PU that takes part, in the balancer's numbering: the executor's index, the driver,
+   * its thread and whether it started. */
+  unsigned *bidx;
+  struct driver *drv;
+  pthread_t *th;
+  int *started;
   size_t n_items;
 } run_ctx;
 
 /* Buffers a driver reuses from block to block, grown as blocks grow. */
-typedef struct driver {
+typedef struct driver driver;
+struct driver {
   run_ctx *r;
   unsigned pu;          /* the executor's PU index (devices, stats) */
   unsigned bpu;         /* the balancer's index of the same PU */
@@ -52,7 +60,7 @@ typedef struct driver {
   unsigned fail_streak; /* consecutive failures */
   void *dev_in, *dev_out, *host_in, *host_out;
   size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
-} driver;
+};
 
 void hlb_exec_options_default(hlb_exec_options *o) {
   memset(o, 0, sizeof *o);
@@ -64,6 +72,8 @@ void hlb_exec_options_default(hlb_exec_options *o) {
 void hlb_exec_stats_clear(hlb_exec_stats *s) {
   if (!s) return;
   free(s->log);
+  free(s->pu);
+  free(s->per_pu);
   memset(s, 0, sizeof *s);
 }
 
@@ -493,8 +503,8 @@ static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_it
 
 /* The balancer over the PUs that take part; bidx maps its PU numbers to the executor's. */
 static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items) {
-  hlb_pu_desc desc[HLB_EXEC_MAX_PUS];
-  memset(desc, 0, sizeof desc);
+  hlb_pu_desc *desc = calloc(nb, sizeof *desc);
+  if (!desc) return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory for %u PUs", nb);
   for (unsigned j = 0; j < nb; j++) {
     const hlb_exec_pu *p = &r->ex->pu[bidx[j]];
     desc[j].name = p->name;
@@ -509,7 +519,9 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
                              .policy = r->opt.policy,
                              .params = r->opt.params,
                              .keep_log = r->opt.keep_log};
-  return hlb_balancer_create(&cfg, &r->b);
+  int rc = hlb_balancer_create(&cfg, &r->b);
+  free(desc);
+  return rc;
 }
 
 /* Build kernels and copy shared buffers on every PU with a kernel; list those in bidx. */
@@ -534,14 +546,21 @@ static unsigned prepare_all(run_ctx *r, unsigned *bidx, int *first_err) {
   return nb;
 }
 
-static void fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items,
-                       hlb_exec_stats *s) {
+static int fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items,
+                      hlb_exec_stats *s) {
   hlb_exec_stats_clear(s);
+  unsigned n = r->ex->n;
+  s->pu = malloc(n * sizeof *s->pu);
+  s->per_pu = malloc(n * sizeof *s->per_pu);
+  if (!s->pu || !s->per_pu) {
+    hlb_exec_stats_clear(s);
+    return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory for the stats of %u PUs", n);
+  }
   snprintf(s->policy, sizeof s->policy, "%s", hlb_balancer_policy(r->b));
   s->n_items = n_items;
-  s->n_pus = r->ex->n;
-  memcpy(s->pu, r->ex->pu, sizeof s->pu);
-  memcpy(s->per_pu, r->st, sizeof s->per_pu);
+  s->n_pus = n;
+  memcpy(s->pu, r->ex->pu, n * sizeof *s->pu);
+  memcpy(s->per_pu, r->st, n * sizeof *s->per_pu);
   for (unsigned i = 0; i < r->ex->n; i++) {
     s->per_pu[i].released = r->ex->released[i];
     memcpy(s->per_pu[i].release_reason, r->ex->release_reason[i],
@@ -560,13 +579,14 @@ static void fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_i
     }
   }
   const hlb_decision *log = NULL;
-  size_t n = hlb_balancer_log(r->b, &log);
-  if (n && log && (s->log = malloc(n * sizeof *log))) {
-    memcpy(s->log, log, n * sizeof *log);
-    for (size_t k = 0; k < n; k++)
+  size_t n_log = hlb_balancer_log(r->b, &log);
+  if (n_log && log && (s->log = malloc(n_log * sizeof *log))) {
+    memcpy(s->log, log, n_log * sizeof *log);
+    for (size_t k = 0; k < n_log; k++)
       s->log[k].pu = bidx[s->log[k].pu];
-    s->n_log = n;
+    s->n_log = n_log;
   }
+  return 0;
 }
 
 /* The rates of this run become the next run's speed hints. */
@@ -607,12 +627,50 @@ static int finish(run_ctx *r, int prep_err) {
   return hlb_balancer_check_exactly_once(r->b);
 }
 
+static void free_run(run_ctx *r) {
+  if (!r) return;
+  free(r->shared);
+  free(r->prepared);
+  free(r->st);
+  free(r->last_block);
+  free(r->bpu_of);
+  free(r->in_block);
+  free(r->block_start);
+  free(r->block_count);
+  free(r->block);
+  free(r->committing);
+  free(r->abandoned);
+  free(r->bidx);
+  free(r->drv);
+  free(r->th);
+  free(r->started);
+  free(r);
+}
+
+/* A run's state, with one entry per PU of the executor in each per-PU array. */
+static run_ctx *alloc_run(unsigned n) {
+  run_ctx *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  int ok = (r->shared = calloc(n, sizeof *r->shared)) && (r->prepared = calloc(n, sizeof(int))) &&
+           (r->st = calloc(n, sizeof *r->st)) && (r->last_block = calloc(n, sizeof(size_t))) &&
+           (r->bpu_of = calloc(n, sizeof(int))) && (r->in_block = calloc(n, sizeof(int))) &&
+           (r->block_start = calloc(n, sizeof(double))) &&
+           (r->block_count = calloc(n, sizeof(size_t))) &&
+           (r->block = calloc(n, sizeof *r->block)) && (r->committing = calloc(n, sizeof(int))) &&
+           (r->abandoned = calloc(n, sizeof(int))) && (r->bidx = calloc(n, sizeof(unsigned))) &&
+           (r->drv = calloc(n, sizeof *r->drv)) && (r->th = calloc(n, sizeof *r->th)) &&
+           (r->started = calloc(n, sizeof(int)));
+  if (ok) return r;
+  free_run(r);
+  return NULL;
+}
+
 int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
                      const hlb_exec_options *opt, hlb_exec_stats *stats) {
   int rc = check_args(ex, cl, n_items);
   if (rc) return rc;
-  run_ctx *r = calloc(1, sizeof *r);
-  if (!r) return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory");
+  run_ctx *r = alloc_run(ex->n);
+  if (!r) return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory for %u PUs", ex->n);
   r->ex = ex;
   r->cl = cl;
   r->n_items = n_items;
@@ -620,7 +678,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     r->opt = *opt;
   else
     hlb_exec_options_default(&r->opt);
-  unsigned bidx[HLB_EXEC_MAX_PUS];
+  unsigned *bidx = r->bidx;
   int prep_err = 0;
   unsigned nb = prepare_all(r, bidx, &prep_err);
   if (prep_err) snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
@@ -632,22 +690,22 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
   if (rc == 0) {
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
-    driver drv[HLB_EXEC_MAX_PUS];
-    pthread_t th[HLB_EXEC_MAX_PUS];
-    int started[HLB_EXEC_MAX_PUS];
-    start_drivers(r, drv, th, started, bidx, nb);
+    start_drivers(r, r->drv, r->th, r->started, bidx, nb);
     for (unsigned j = 0; j < nb; j++)
-      if (started[j]) pthread_join(th[j], NULL);
+      if (r->started[j]) pthread_join(r->th[j], NULL);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     rc = finish(r, prep_err);
-    if (stats) fill_stats(r, bidx, nb, n_items, stats);
+    if (stats) {
+      int fill_rc = fill_stats(r, bidx, nb, n_items, stats);
+      rc = rc ? rc : fill_rc;
+    }
     remember_rates(r);
     hlb_balancer_destroy(r->b);
   }
   for (unsigned i = 0; i < ex->n; i++)
     if (r->prepared[i]) ex->ops[i]->unprepare(ex->dev[i]);
-  free(r);
+  free_run(r);
   /* A run that succeeded with some PUs left out must not leave their errors behind as the
    * last error: they are in the stats (failure) instead. */
   if (rc == 0) hlb_clear_error();

@@ -7,18 +7,19 @@
 
 struct hlb_executor {
   unsigned n;
-  hlb_exec_pu pu[HLB_EXEC_MAX_PUS];
-  const hlb__backend_ops *ops[HLB_EXEC_MAX_PUS];
-  void *dev[HLB_EXEC_MAX_PUS];
+  /* Each array has n entries, allocated by hlb_executor_create: no fixed limit on PUs. */
+  hlb_exec_pu *pu;
+  const hlb__backend_ops **ops;
+  void **dev;
   /* Items per second of busy time each PU reached in the previous run (0 = not known):
    * the next run's speed hints, so knowledge carries over between iterations. */
-  double rate[HLB_EXEC_MAX_PUS];
+  double *rate;
   /* PUs released because they did not pay for the host core they hold (exec.c,
    * release_if_weak_locked), with the reason; later runs leave them out, and the cpu PU keeps
    * the cores it was given back. */
-  int released[HLB_EXEC_MAX_PUS];
-  char release_reason[HLB_EXEC_MAX_PUS][160];
-  unsigned cores_given[HLB_EXEC_MAX_PUS]; /* cpu PU: cores it got back from released PUs */
+  int *released;
+  char (*release_reason)[160];
+  unsigned *cores_given; /* cpu PU: cores it got back from released PUs */
 };
 
 #endif

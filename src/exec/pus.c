@@ -143,11 +143,23 @@ int hlb_exec_parse_pus(const char *spec, hlb_exec_pu *pus, unsigned cap, unsigne
 }
 
 int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) {
-  if (!pus || !out || n == 0 || n > HLB_EXEC_MAX_PUS)
-    return hlb__error(HLB_EINVAL, "hlb_executor_create: need 1 to %u PUs, got %u", HLB_EXEC_MAX_PUS,
-                      n);
+  if (!pus || !out || n == 0)
+    return hlb__error(HLB_EINVAL, "hlb_executor_create: need a list of at least 1 PU, got %u", n);
   hlb_executor *ex = calloc(1, sizeof *ex);
-  if (!ex) return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory");
+  if (ex) {
+    ex->pu = calloc(n, sizeof *ex->pu);
+    ex->ops = calloc(n, sizeof *ex->ops);
+    ex->dev = calloc(n, sizeof *ex->dev);
+    ex->rate = calloc(n, sizeof *ex->rate);
+    ex->released = calloc(n, sizeof *ex->released);
+    ex->release_reason = calloc(n, sizeof *ex->release_reason);
+    ex->cores_given = calloc(n, sizeof *ex->cores_given);
+  }
+  if (!ex || !ex->pu || !ex->ops || !ex->dev || !ex->rate || !ex->released ||
+      !ex->release_reason || !ex->cores_given) {
+    hlb_executor_destroy(ex);
+    return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory for %u PUs", n);
+  }
   int rc = 0;
   for (unsigned i = 0; i < n && rc == 0; i++) {
     ex->pu[i] = pus[i];
@@ -173,6 +185,13 @@ void hlb_executor_destroy(hlb_executor *ex) {
   if (!ex) return;
   for (unsigned i = 0; i < ex->n; i++)
     ex->ops[i]->close(ex->dev[i]);
+  free(ex->pu);
+  free(ex->ops);
+  free(ex->dev);
+  free(ex->rate);
+  free(ex->released);
+  free(ex->release_reason);
+  free(ex->cores_given);
   free(ex);
 }
 

@@ -114,14 +114,14 @@ typedef struct dx {
   out_msg *q_head, *q_tail; /* drivers' outgoing messages; mu */
   out_msg *sending;         /* in MPI_Isend; the calling thread only */
   unsigned drivers_alive;   /* mu */
-  /* Rank 0 only. */
-  hlb_exec_pu gpu[HLB_EXEC_MAX_PUS];
-  int grank[HLB_EXEC_MAX_PUS], gusable[HLB_EXEC_MAX_PUS], gbpu[HLB_EXEC_MAX_PUS];
-  double gsetup[HLB_EXEC_MAX_PUS];
-  unsigned gof_b[HLB_EXEC_MAX_PUS], nb, n_remote;
-  hlb_balancer *b;                        /* mu */
-  remote_pu rem[HLB_EXEC_MAX_PUS];        /* mu */
-  hlb_exec_pu_stats st[HLB_EXEC_MAX_PUS]; /* mu */
+  /* Rank 0 only: one entry per global PU (n_global, allocated by layout; no fixed limit). */
+  hlb_exec_pu *gpu;
+  int *grank, *gusable, *gbpu;
+  double *gsetup;
+  unsigned *gof_b, nb, n_remote;
+  hlb_balancer *b;       /* mu */
+  remote_pu *rem;        /* mu */
+  hlb_exec_pu_stats *st; /* mu */
   unsigned byes;                          /* calling thread only */
   int changed;                            /* a done/fail since the last retry; mu */
   double t0, last_end;                    /* last_end: mu */
@@ -753,9 +753,6 @@ static int check_local(dx *x, const hlb_exec_pu *pus, unsigned n, const hlb_code
   if (!cl || (n && !pus))
     return hlb__error(HLB_EINVAL, "hlb_mpi_run: rank %d: a codelet and %u PUs are required",
                       x->rank, n);
-  if (n > HLB_EXEC_MAX_PUS)
-    return hlb__error(HLB_EINVAL, "hlb_mpi_run: rank %d: %u local PUs, at most %u", x->rank, n,
-                      HLB_EXEC_MAX_PUS);
   if (x->rank != 0) return 0;
   return hlb__codelet_check(cl, n_items);
 }
@@ -862,10 +859,23 @@ static int layout(dx *x, const hlb_exec_pu *pus) {
     x->offsets[r] = (int)total;
     total += (unsigned)x->counts[r];
   }
-  if (total == 0 || total > HLB_EXEC_MAX_PUS)
-    return hlb__error(HLB_EINVAL, "hlb_mpi_run: the ranks offer %u PUs in all; need 1 to %u", total,
-                      HLB_EXEC_MAX_PUS);
+  if (total == 0)
+    return hlb__error(HLB_EINVAL, "hlb_mpi_run: the ranks offer no PU at all; need at least 1");
   x->n_global = total;
+  if (x->rank == 0) {
+    x->gpu = calloc(total, sizeof *x->gpu);
+    x->grank = calloc(total, sizeof *x->grank);
+    x->gusable = calloc(total, sizeof *x->gusable);
+    x->gbpu = calloc(total, sizeof *x->gbpu);
+    x->gsetup = calloc(total, sizeof *x->gsetup);
+    x->gof_b = calloc(total, sizeof *x->gof_b);
+    x->rem = calloc(total, sizeof *x->rem);
+    x->st = calloc(total, sizeof *x->st);
+    rc = x->gpu && x->grank && x->gusable && x->gbpu && x->gsetup && x->gof_b && x->rem && x->st
+             ? 0
+             : hlb__error(HLB_ENOMEM, "hlb_mpi_run: rank 0: out of memory for %u PUs", total);
+  }
+  if ((rc = agree(x, rc, "to allocate the table of every PU"))) return rc;
   for (unsigned l = 0; l < x->n_local; l++) {
     dx_pu *d = &x->loc[l];
     *d = (dx_pu){.x = x, .l = l, .g = (unsigned)x->offsets[x->rank] + l, .bpu = -1, .pu = pus[l]};
@@ -951,8 +961,8 @@ static void gather_reports(dx *x) {
 
 /* Rank 0: one balancer PU per usable global PU. */
 static int make_balancer(dx *x) {
-  hlb_pu_desc desc[HLB_EXEC_MAX_PUS];
-  memset(desc, 0, sizeof desc);
+  hlb_pu_desc *desc = calloc(x->n_global, sizeof *desc);
+  if (!desc) return hlb__error(HLB_ENOMEM, "hlb_mpi_run: out of memory for %u PUs", x->n_global);
   x->nb = 0;
   for (unsigned g = 0; g < x->n_global; g++) {
     x->gbpu[g] = -1;
@@ -967,9 +977,11 @@ static int make_balancer(dx *x) {
     x->gof_b[x->nb++] = g;
     if (x->grank[g] != 0) x->n_remote++;
   }
-  if (x->nb == 0)
+  if (x->nb == 0) {
+    free(desc);
     return hlb__error(HLB_EDEVICE, "hlb_mpi_run: no PU on any rank could load codelet '%s': %s",
                       x->cl.name ? x->cl.name : "(unnamed)", x->fail_text);
+  }
   hlb_balancer_config cfg = {.n_items = x->n_items,
                              .granularity = x->opt.granularity,
                              .n_pus = x->nb,
@@ -977,14 +989,21 @@ static int make_balancer(dx *x) {
                              .policy = x->opt.policy,
                              .params = x->opt.params,
                              .keep_log = x->opt.keep_log};
-  return hlb_balancer_create(&cfg, &x->b);
+  int rc = hlb_balancer_create(&cfg, &x->b);
+  free(desc);
+  return rc;
 }
 
 /* ---- The run ------------------------------------------------------------------------------ */
 
 static void run_all(dx *x) {
-  pthread_t th[HLB_EXEC_MAX_PUS];
-  int started[HLB_EXEC_MAX_PUS] = {0};
+  pthread_t *th = calloc(x->n_local ? x->n_local : 1, sizeof *th);
+  int *started = calloc(x->n_local ? x->n_local : 1, sizeof *started);
+  if (!th || !started) {
+    fprintf(stderr, "hlb_mpi_run: rank %d: out of memory for %u driver threads\n", x->rank,
+            x->n_local);
+    MPI_Abort(x->comm, 1);
+  }
   x->t0 = hlb__now();
   for (unsigned l = 0; l < x->n_local; l++) {
     dx_pu *d = &x->loc[l];
@@ -1006,6 +1025,8 @@ static void run_all(dx *x) {
     comm_loop(x);
   for (unsigned l = 0; l < x->n_local; l++)
     if (started[l]) pthread_join(th[l], NULL);
+  free(th);
+  free(started);
 }
 
 static int finish(dx *x) {
@@ -1018,8 +1039,17 @@ static int finish(dx *x) {
   return hlb_balancer_check_exactly_once(x->b);
 }
 
-static void fill_stats(dx *x, hlb_mpi_run_stats *s) {
+static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
   hlb_exec_stats *e = &s->exec;
+  unsigned n = x->n_global;
+  e->pu = calloc(n, sizeof *e->pu);
+  e->per_pu = calloc(n, sizeof *e->per_pu);
+  s->rank = calloc(n, sizeof *s->rank);
+  s->local = calloc(n, sizeof *s->local);
+  if (!e->pu || !e->per_pu || !s->rank || !s->local) {
+    hlb_mpi_run_stats_clear(s);
+    return hlb__error(HLB_ENOMEM, "hlb_mpi_run: out of memory for the stats of %u PUs", n);
+  }
   snprintf(e->policy, sizeof e->policy, "%s", hlb_balancer_policy(x->b));
   e->n_items = x->n_items;
   e->n_pus = x->n_global;
@@ -1045,13 +1075,14 @@ static void fill_stats(dx *x, hlb_mpi_run_stats *s) {
   s->bytes_from_ranks = x->bytes_from;
   s->remote_blocks = x->remote_blocks;
   const hlb_decision *log = NULL;
-  size_t n = hlb_balancer_log(x->b, &log);
-  if (n && log && (e->log = malloc(n * sizeof *log))) {
-    memcpy(e->log, log, n * sizeof *log);
-    for (size_t k = 0; k < n; k++)
+  size_t n_log = hlb_balancer_log(x->b, &log);
+  if (n_log && log && (e->log = malloc(n_log * sizeof *log))) {
+    memcpy(e->log, log, n_log * sizeof *log);
+    for (size_t k = 0; k < n_log; k++)
       e->log[k].pu = x->gof_b[e->log[k].pu];
-    e->n_log = n;
+    e->n_log = n_log;
   }
+  return 0;
 }
 
 /* Every rank returns rank 0's verdict, with its text. */
@@ -1085,11 +1116,21 @@ static void release_local(dx *x) {
   free(x->loc);
   free(x->counts);
   free(x->offsets);
+  free(x->gpu);
+  free(x->grank);
+  free(x->gusable);
+  free(x->gbpu);
+  free(x->gsetup);
+  free(x->gof_b);
+  free(x->rem);
+  free(x->st);
 }
 
 void hlb_mpi_run_stats_clear(hlb_mpi_run_stats *s) {
   if (!s) return;
   hlb_exec_stats_clear(&s->exec);
+  free(s->rank);
+  free(s->local);
   memset(s, 0, sizeof *s);
 }
 
@@ -1136,7 +1177,10 @@ int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
     run_all(x);
     if (x->rank == 0) {
       rc = finish(x);
-      if (stats) fill_stats(x, stats);
+      if (stats) {
+        int fill_rc = fill_stats(x, stats);
+        rc = rc ? rc : fill_rc;
+      }
     }
     rc = share_result(x, rc);
   }

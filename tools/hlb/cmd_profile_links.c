@@ -63,8 +63,8 @@ static int parse_args(int argc, char **argv, pl_args *a) {
 }
 
 static int local_pus(const char *spec, hlb_exec_pu *pus, unsigned *n) {
-  return spec ? hlb_exec_parse_pus(spec, pus, HLB_EXEC_MAX_PUS, n)
-              : hlb_exec_discover(pus, HLB_EXEC_MAX_PUS, n);
+  return spec ? hlb_exec_parse_pus(spec, pus, HLB_EXEC_MAX_LOCAL_PUS, n)
+              : hlb_exec_discover(pus, HLB_EXEC_MAX_LOCAL_PUS, n);
 }
 
 int hlb_cmd_profile_links(int argc, char **argv) {
@@ -75,7 +75,7 @@ int hlb_cmd_profile_links(int argc, char **argv) {
   int provided = 0, rank = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  hlb_exec_pu pus[HLB_EXEC_MAX_PUS];
+  hlb_exec_pu pus[HLB_EXEC_MAX_LOCAL_PUS];
   unsigned n = 0;
   rc = local_pus(a.pus, pus, &n);
   if (rc) {

@@ -174,13 +174,15 @@ static void format_model(char *buf, size_t cap, const hlb_exec_pu_stats *st) {
 
 /* Imbalance over the busy times of the PUs that were not retired. */
 static double imbalance_pct(const hlb_exec_stats *s) {
-  double t[HLB_EXEC_MAX_PUS];
+  double *t = malloc((s->n_pus ? s->n_pus : 1) * sizeof *t);
+  if (!t) return NAN;
   unsigned n = 0;
   for (unsigned i = 0; i < s->n_pus; i++)
     if (!s->per_pu[i].retired && !s->per_pu[i].released) t[n++] = s->per_pu[i].busy_s;
   hlb_imbalance im;
-  if (n == 0 || hlb_imbalance_compute(t, n, &im) != 0) return NAN;
-  return im.percent;
+  int bad = n == 0 || hlb_imbalance_compute(t, n, &im) != 0;
+  free(t);
+  return bad ? NAN : im.percent;
 }
 
 typedef struct outcome {
@@ -323,9 +325,9 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
 }
 
 static int open_executor(const run_args *a, hlb_executor **ex) {
-  hlb_exec_pu pus[HLB_EXEC_MAX_PUS];
+  hlb_exec_pu pus[HLB_EXEC_MAX_LOCAL_PUS];
   unsigned n = 0;
-  int rc = hlb_exec_parse_pus(a->pus, pus, HLB_EXEC_MAX_PUS, &n);
+  int rc = hlb_exec_parse_pus(a->pus, pus, HLB_EXEC_MAX_LOCAL_PUS, &n);
   if (rc) return hlb_cli_lib_error("run", rc);
   if ((rc = apply_throttles(a, pus, n))) return rc;
   if ((rc = hlb_executor_create(pus, n, ex))) return hlb_cli_lib_error("run", rc);
@@ -423,35 +425,52 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
  * (hlb_mpi_run numbers rank 0's PUs first, then rank 1's, ...). */
 typedef struct mpi_pu_names {
   int n_ranks, rank;
-  int count[HLB_EXEC_MAX_PUS], first[HLB_EXEC_MAX_PUS];
-  char name[HLB_EXEC_MAX_PUS][32];
+  int *count, *first; /* per rank (n_ranks entries) */
+  char (*name)[32];   /* per global PU (total entries) */
   unsigned total;
 } mpi_pu_names;
 
+static void *mpi_alloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) {
+    fprintf(stderr, "hlb run: --mpi: out of memory for %zu PU names\n", n);
+    MPI_Abort(MPI_COMM_WORLD, HLB_EXIT_FAIL);
+  }
+  return p;
+}
+
+static void free_names(mpi_pu_names *g) {
+  free(g->count);
+  free(g->first);
+  free(g->name);
+}
+
+/* Collective over MPI_COMM_WORLD; any number of ranks and PUs. */
 static int gather_names(const hlb_exec_pu *pus, unsigned n, mpi_pu_names *g) {
   memset(g, 0, sizeof *g);
   MPI_Comm_size(MPI_COMM_WORLD, &g->n_ranks);
   MPI_Comm_rank(MPI_COMM_WORLD, &g->rank);
-  if (g->n_ranks > HLB_EXEC_MAX_PUS)
-    return hlb_cli_usage_error("run", "--mpi: at most %d ranks", HLB_EXEC_MAX_PUS);
-  int mine = (int)n;
+  size_t ranks = (size_t)g->n_ranks;
+  g->count = mpi_alloc(ranks, sizeof *g->count);
+  g->first = mpi_alloc(ranks, sizeof *g->first);
+  int *bytes = mpi_alloc(ranks, sizeof *bytes), *displs = mpi_alloc(ranks, sizeof *displs);
+  int mine = (int)n, at = 0;
   MPI_Allgather(&mine, 1, MPI_INT, g->count, 1, MPI_INT, MPI_COMM_WORLD);
-  int bytes[HLB_EXEC_MAX_PUS], displs[HLB_EXEC_MAX_PUS], at = 0;
   for (int r = 0; r < g->n_ranks; r++) {
     g->first[r] = at / 32;
     bytes[r] = g->count[r] * 32;
     displs[r] = at;
     at += bytes[r];
   }
-  if (at / 32 > HLB_EXEC_MAX_PUS)
-    return hlb_cli_usage_error("run", "--mpi: %d PUs over all ranks, at most %d", at / 32,
-                               HLB_EXEC_MAX_PUS);
-  char local[HLB_EXEC_MAX_PUS][32];
-  memset(local, 0, sizeof local);
+  g->total = (unsigned)(at / 32);
+  g->name = mpi_alloc(g->total, sizeof *g->name);
+  char(*local)[32] = mpi_alloc(n, sizeof *local);
   for (unsigned i = 0; i < n; i++)
     memcpy(local[i], pus[i].name, strnlen(pus[i].name, 31)); /* stays NUL-terminated */
   MPI_Allgatherv(local, mine * 32, MPI_CHAR, g->name, bytes, displs, MPI_CHAR, MPI_COMM_WORLD);
-  g->total = (unsigned)(at / 32);
+  free(local);
+  free(bytes);
+  free(displs);
   return 0;
 }
 
@@ -573,10 +592,10 @@ static int run_mpi(const run_args *a, hlb_app *app) {
     return hlb_cli_usage_error("run", "--mpi runs single-pass apps; '%s' is iterative", a->app);
   int provided = 0;
   MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
-  hlb_exec_pu pus[HLB_EXEC_MAX_PUS];
+  hlb_exec_pu pus[HLB_EXEC_MAX_LOCAL_PUS];
   unsigned n = 0;
-  mpi_pu_names g;
-  int rc = hlb_exec_parse_pus(a->pus, pus, HLB_EXEC_MAX_PUS, &n);
+  mpi_pu_names g = {0};
+  int rc = hlb_exec_parse_pus(a->pus, pus, HLB_EXEC_MAX_LOCAL_PUS, &n);
   if (rc) rc = hlb_cli_lib_error("run", rc);
   /* Every rank must agree to go on, or the collectives below would wait forever. */
   int bad = rc != 0, any_bad = 0;
@@ -589,6 +608,7 @@ static int run_mpi(const run_args *a, hlb_app *app) {
     rc = run_mpi_runs(a, app, pus, n, &g);
   else if (!rc)
     rc = HLB_EXIT_USAGE;
+  free_names(&g);
   MPI_Finalize();
   return rc;
 }
