@@ -64,6 +64,13 @@ typedef struct hlb_balancer_config {
   const char *policy; /* NULL: $HLB_POLICY, then HLB_POLICY_DEFAULT (policy.h) */
   const char *params; /* "name=value,name=value"; NULL: $HLB_POLICY_PARAMS, else defaults */
   int keep_log;       /* keep the decision log (hlb_balancer_log) */
+  /* What earlier runs measured: prior[p] holds n_prior[p] samples of PU p (block.count,
+   * compute_s and transfer_s are read; NULL or 0: none). When the policy takes priors
+   * (hlb_policy_ops.prior) each is fed to the PU's model and the policy before the first
+   * grant, so the run starts from what was learnt instead of probing; otherwise they are
+   * ignored. Invalid samples are skipped. NULL: no priors. */
+  const hlb_sample *const *prior;
+  const size_t *n_prior;
 } hlb_balancer_config;
 
 typedef struct hlb_balancer hlb_balancer;
@@ -125,6 +132,10 @@ typedef struct hlb_decision {
 
 /* The decision log (empty unless cfg.keep_log). Valid until the next call on b. */
 HLB_EXTERN size_t hlb_balancer_log(const hlb_balancer *b, const hlb_decision **entries);
+
+/* Prior samples of PU `pu` that the balancer fed to its model and policy at create time (0
+ * when there were none or the policy takes no priors). */
+HLB_EXTERN size_t hlb_balancer_primed(const hlb_balancer *b, unsigned pu);
 
 /* Total wall time spent inside the policy, seconds. */
 HLB_EXTERN double hlb_balancer_solver_seconds(const hlb_balancer *b);

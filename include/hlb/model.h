@@ -119,6 +119,9 @@ typedef struct hlb_model hlb_model;
 /* A model of blocks up to about `scale` items (u = x / scale); scale > 0. opt may be NULL. */
 HLB_EXTERN int hlb_model_create(double scale, const hlb_model_options *opt, hlb_model **out);
 HLB_EXTERN void hlb_model_destroy(hlb_model *m);
+/* Forget every sample and the fit (scale and options stay): for a model that started from a
+ * previous run's samples which the first blocks of this run contradict. */
+HLB_EXTERN void hlb_model_clear(hlb_model *m);
 
 /* Add one measurement: a block of `items` took compute_s to compute and transfer_s to move
  * (0 when not measured). Returns 0, or HLB_ESAMPLE when rejected (counted by reason, the

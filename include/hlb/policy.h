@@ -67,6 +67,12 @@ typedef struct hlb_policy_ops {
    * policy's parameter values; called once before the models are created. Without it the
    * models use hlb_model_options_default(). */
   void (*model_options)(const double *param, hlb_model_options *opt);
+  /* Optional (may be NULL): a sample that a previous run measured on this PU
+   * (hlb_balancer_config.prior), after the PU's model was fed with it; all of them come
+   * after init() and before the first next(). A policy without it starts from nothing, and
+   * the balancer then does not feed the models either. A policy that takes priors checks them
+   * against the run's first blocks and forgets them (hlb_model_clear) when they mispredict. */
+  void (*prior)(void *state, unsigned pu, const hlb_sample *s);
 } hlb_policy_ops;
 
 /* Registry. */

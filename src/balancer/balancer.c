@@ -143,6 +143,35 @@ static int start_policy(hlb_balancer *b) {
   return 0;
 }
 
+static int takes_priors(const hlb_policy_ops *ops) {
+  return ops->struct_size >= offsetof(hlb_policy_ops, prior) + sizeof(void *) && ops->prior;
+}
+
+/* Earlier runs' samples into each PU's model, then into the policy, as if those blocks had
+ * just finished (the model first, as for done()). */
+static int feed_priors(hlb_balancer *b, const hlb_balancer_config *c) {
+  b->primed = calloc(b->n_pus, sizeof *b->primed);
+  if (!b->primed) return hlb__error(HLB_ENOMEM, "balancer: cannot allocate %u PUs", b->n_pus);
+  if (!c->prior || !c->n_prior || !takes_priors(b->ops)) return 0;
+  for (unsigned p = 0; p < b->n_pus; p++) {
+    for (size_t k = 0; c->prior[p] && k < c->n_prior[p]; k++) {
+      hlb_sample s = c->prior[p][k];
+      s.block.pu = p;
+      if (!hlb_sample_valid(&s) ||
+          hlb_model_add(b->models[p], (double)s.block.count, s.compute_s, s.transfer_s) != 0)
+        continue;
+      b->ops->prior(b->state, p, &s);
+      b->primed[p]++;
+    }
+  }
+  hlb_clear_error(); /* a skipped prior is not the caller's error */
+  return 0;
+}
+
+size_t hlb_balancer_primed(const hlb_balancer *b, unsigned pu) {
+  return b && b->primed && pu < b->n_pus ? b->primed[pu] : 0;
+}
+
 int hlb_balancer_create(const hlb_balancer_config *cfg, hlb_balancer **out) {
   if (!out) return hlb__error(HLB_EINVAL, "balancer: out is NULL");
   *out = NULL;
@@ -159,6 +188,7 @@ int hlb_balancer_create(const hlb_balancer_config *cfg, hlb_balancer **out) {
   if (!rc) rc = setup_state(b);
   if (!rc) rc = make_models(b);
   if (!rc) rc = start_policy(b);
+  if (!rc) rc = feed_priors(b, cfg);
   if (rc) {
     hlb_balancer_destroy(b);
     return rc;
@@ -174,6 +204,7 @@ void hlb_balancer_destroy(hlb_balancer *b) {
     for (unsigned p = 0; p < b->n_pus; p++)
       hlb_model_destroy(b->models[p]);
   free(b->models);
+  free(b->primed);
   hlb__pool_fini(&b->pool);
   hlb__flights_fini(&b->flights);
   free(b->pu);

@@ -23,6 +23,7 @@ struct hlb_balancer {
   hlb_pu_desc *pus; /* copy of cfg.pus with defaults applied; names copied below */
   char *names;      /* storage of the copied name and kind strings */
   hlb_model **models;
+  size_t *primed; /* per PU: prior samples fed at create */
   hlb__pu_state *pu;
   unsigned n_pus, alive;
   size_t n_items, granularity;

@@ -91,6 +91,23 @@ void hlb_model_destroy(hlb_model *m) {
   free(m);
 }
 
+void hlb_model_clear(hlb_model *m) {
+  if (!m) return;
+  double scale = m->scale;
+  hlb_model_options opt = m->opt;
+  double *wx = m->win_x, *wy = m->win_y, *ww = m->win_w;
+  memset(m, 0, sizeof *m);
+  m->scale = scale;
+  m->opt = opt;
+  m->win_x = wx;
+  m->win_y = wy;
+  m->win_w = ww;
+  m->exp_ok = 1;
+  m->x_min = INFINITY;
+  m->r2 = NAN;
+  m->score = NAN;
+}
+
 void hlb__basis(double u, int exp_ok, double phi[HLB__NT]) {
   double e = exp_ok ? exp(u) : 0.0;
   double l = log(u);

@@ -30,6 +30,12 @@
  *   change re-solving at once cost O(n) per decision: at 10^4 PUs, 10^4 first samples alone
  *   made 10^4 solves.) A PU's own block always uses its newest curve against the last
  *   solve's common finish time.
+ * - Priors (samples an earlier run stored, hlb_balancer_config.prior) are learnt like
+ *   finished blocks, so a PU with priors plans its first block instead of probing. They are
+ *   not trusted blindly: if the median of measured / predicted time over the PU's first
+ *   `prior_check` blocks is beyond `prior_tolerance` either way (the machine is loaded, the
+ *   device changed), the PU forgets its priors, model included, and relearns from this
+ *   run's blocks alone.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -38,7 +44,18 @@
 #include "common/error_internal.h"
 #include "policy/plb_common.h"
 
-enum { P_PROBE, P_FRACTION, P_GROW, P_SMOOTH, P_MIN, P_OVERHEAD, P_REFIT, P_COUNT };
+enum {
+  P_PROBE,
+  P_FRACTION,
+  P_GROW,
+  P_SMOOTH,
+  P_MIN,
+  P_OVERHEAD,
+  P_REFIT,
+  P_PRIOR_CHECK,
+  P_PRIOR_TOL,
+  P_COUNT
+};
 
 static const hlb_param_def hlb_params[P_COUNT] = {
     {"probe_fraction", 0.002, 1e-9, 1.0,
@@ -56,6 +73,12 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "block's time (except a PU's last block)."},
     {"refit_growth", 1.5, 1.01, 100.0,
      "Refit a PU's model when its accepted samples grew by this factor since the last fit."},
+    {"prior_check", 3, 1, 8,
+     "Blocks of this run against which an earlier run's stored samples (priors) are checked: "
+     "3, the smallest count with a median that one odd block cannot move."},
+    {"prior_tolerance", 1.5, 1.01, 100.0,
+     "Priors are forgotten when the median measured / predicted time of the first "
+     "prior_check blocks is beyond this factor either way (the report's 1.5x band)."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
@@ -68,6 +91,11 @@ typedef struct hpu {
   double ring_t[RING];
   unsigned ring_n, ring_at;
   unsigned probes; /* blocks granted before the first accepted sample */
+  size_t priors;   /* samples learnt from an earlier run; 0 once they are forgotten */
+  unsigned checked;              /* this run's blocks compared with the priors' prediction */
+  double check_ratio[8];         /* measured / predicted time of each (prior_check <= 8) */
+  hlb_sample check_sample[8];    /* and the blocks themselves, to relearn from */
+  unsigned forgot;               /* 1 once priors were found wrong and dropped */
 } hpu;
 
 typedef struct hlbp {
@@ -314,6 +342,47 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   return HLB_GRANT;
 }
 
+static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
+  hlbp *h = state;
+  if (pu >= h->n || !hlb__plb_sample_ok(s)) return;
+  learn(h, pu, s);
+  h->pu[pu].priors++;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The priors mispredicted this run's first blocks: forget them, the model's samples included,
+ * and relearn from this run's blocks only. */
+static void forget_priors(hlbp *h, unsigned p) {
+  hpu *q = &h->pu[p];
+  unsigned n = q->checked;
+  hlb_sample fresh[8];
+  memcpy(fresh, q->check_sample, n * sizeof *fresh);
+  hlb_model_clear(h->ctx->models[p]);
+  memset(q, 0, sizeof *q);
+  q->corr = 1.0;
+  q->next_fit = 3;
+  q->forgot = 1;
+  for (unsigned i = 0; i < n; i++) {
+    hlb_model_add(h->ctx->models[p], (double)fresh[i].block.count, fresh[i].compute_s,
+                  fresh[i].transfer_s);
+    learn(h, p, &fresh[i]);
+  }
+  h->planned = 0;
+}
+
+/* One of the first blocks of a PU that started from priors: compare it with what the priors
+ * predicted (base curve times correction, as next() planned it), before learning from it. */
+static void check_priors(hlbp *h, unsigned p, const hlb_sample *s) {
+  hpu *q = &h->pu[p];
+  double predicted = base_time(q, (double)s->block.count) * q->corr;
+  q->check_ratio[q->checked] = predicted > 0 ? hlb__plb_sample_s(s) / predicted : 1.0;
+  q->check_sample[q->checked++] = *s;
+}
+
 static void hlb_done(void *state, unsigned pu, const hlb_sample *s) {
   hlbp *h = state;
   if (pu >= h->n) return;
@@ -321,7 +390,18 @@ static void hlb_done(void *state, unsigned pu, const hlb_sample *s) {
     h->pu[pu].u.bad++; /* the items are processed; the times teach nothing */
     return;
   }
+  hpu *q = &h->pu[pu];
+  unsigned need = (unsigned)h->prm[P_PRIOR_CHECK];
+  int checking = q->priors > 0 && q->checked < need;
+  if (checking) check_priors(h, pu, s);
   learn(h, pu, s);
+  if (!checking || q->checked < need) return;
+  double r[8];
+  memcpy(r, q->check_ratio, need * sizeof *r);
+  qsort(r, need, sizeof *r, by_value);
+  double median = need % 2 ? r[need / 2] : 0.5 * (r[need / 2 - 1] + r[need / 2]);
+  double tol = h->prm[P_PRIOR_TOL];
+  if (median > tol || median < 1.0 / tol) forget_priors(h, pu);
 }
 
 static void hlb_failed(void *state, unsigned pu, const hlb_block *blk) {
@@ -340,6 +420,7 @@ static void hlb_retired(void *state, unsigned pu) {
 const hlb_policy_ops hlb__policy_hlb = {
     .abi_version = HLB_POLICY_ABI_VERSION,
     .struct_size = sizeof(hlb_policy_ops),
+    .prior = hlb_prior,
     .name = "hlb",
     .description = "hlb's default: fitted curves, equal-finish-time split of the remaining "
                    "items with ready times, shrinking blocks, drift correction, no sync",

@@ -325,7 +325,8 @@ static int make_balancer(sim *s) {
     if (c->nodes[cp->node].max_items < cap) cap = c->nodes[cp->node].max_items;
     d[p] = (hlb_pu_desc){cp->name, cp->kind, t > 0 ? share / t : 0.0, 0, cap == SIZE_MAX ? 0 : cap};
   }
-  hlb_balancer_config cfg = {o->n_items, o->granularity, c->n_pus, d, o->policy, o->params, 0};
+  hlb_balancer_config cfg = {.n_items = o->n_items, .granularity = o->granularity, .n_pus = c->n_pus,
+                             .pus = d, .policy = o->policy, .params = o->params};
   int rc = hlb_balancer_create(&cfg, &s->b);
   free(d);
   return rc;

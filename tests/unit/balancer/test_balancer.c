@@ -13,6 +13,7 @@
 
 #include "balancer/balancer_internal.h"
 #include "hlb/error.h"
+#include "hlb/model.h"
 #include "hlb/policy.h"
 
 static hlb_pu_desc pus[4] = {{"cpu0", "cpu", 1, 0, 0},
@@ -357,6 +358,101 @@ static void many_blocks_out_of_order(void **state) {
   hlb_balancer_destroy(b);
 }
 
+/* Priors: `n` samples of a PU doing `rate` items per second with no fixed cost. */
+static void make_priors(hlb_sample *out, size_t n, double rate) {
+  for (size_t k = 0; k < n; k++) {
+    size_t x = 1000 * (k + 1);
+    out[k] = (hlb_sample){.block = {.count = x}, .compute_s = (double)x / rate, .transfer_s = 0};
+  }
+}
+
+/* Run blocks on PU 0 alone, each taking `rate` items per second, until `blocks` are done. */
+static void run_blocks(hlb_balancer *b, unsigned blocks, double rate, size_t *first_count) {
+  double now = 0;
+  for (unsigned k = 0; k < blocks; k++) {
+    hlb_block blk;
+    if (hlb_balancer_next(b, 0, now, &blk) != HLB_GRANT) break;
+    if (k == 0 && first_count) *first_count = blk.count;
+    now += (double)blk.count / rate;
+    hlb_sample s = sample(blk, (double)blk.count / rate, 0, now);
+    assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  }
+}
+
+/* hlb takes priors: the first block is planned from them (no probe), and they are kept
+ * while the run agrees with them. */
+static void priors_replace_the_probe(void **state) {
+  (void)state;
+  hlb_sample prior[8];
+  make_priors(prior, 8, 1e6);
+  const hlb_sample *per_pu[1] = {prior};
+  size_t n_prior[1] = {8};
+  hlb_balancer_config c = config(1000000, 1, "hlb", NULL);
+  hlb_balancer *fresh = NULL, *primed = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &fresh), 0);
+  c.prior = per_pu;
+  c.n_prior = n_prior;
+  assert_int_equal(hlb_balancer_create(&c, &primed), 0);
+  assert_int_equal(hlb_balancer_primed(fresh, 0), 0);
+  assert_int_equal(hlb_balancer_primed(primed, 0), 8);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(primed, 0)), 8);
+  size_t probe = 0, planned = 0;
+  run_blocks(fresh, 1, 1e6, &probe);
+  run_blocks(primed, 4, 1e6, &planned);
+  /* The probe is probe_fraction (0.002) of the items; a planned block is far larger. */
+  assert_true(probe <= 2000);
+  assert_true(planned >= 10 * probe);
+  assert_true(hlb_model_samples(hlb_balancer_model(primed, 0)) >= 8 + 4);
+  hlb_balancer_destroy(fresh);
+  hlb_balancer_destroy(primed);
+}
+
+/* Priors that say the PU is 10x faster than it is are forgotten after prior_check blocks:
+ * the model then holds this run's samples only. */
+static void wrong_priors_are_forgotten(void **state) {
+  (void)state;
+  hlb_sample prior[8];
+  make_priors(prior, 8, 1e7);
+  const hlb_sample *per_pu[1] = {prior};
+  size_t n_prior[1] = {8};
+  hlb_balancer_config c = config(10000000, 1, "hlb", NULL);
+  c.prior = per_pu;
+  c.n_prior = n_prior;
+  hlb_balancer *b = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  run_blocks(b, 3, 1e6, NULL);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 3);
+  hlb_balancer_destroy(b);
+  /* The same priors on a run that agrees with them stay. */
+  make_priors(prior, 8, 1e6);
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  run_blocks(b, 3, 1e6, NULL);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8 + 3);
+  hlb_balancer_destroy(b);
+}
+
+/* A policy without priors (greedy) ignores them: nothing is fed, nothing is counted. */
+static void priors_need_a_policy_that_takes_them(void **state) {
+  (void)state;
+  hlb_sample prior[4];
+  make_priors(prior, 4, 1e6);
+  prior[1].compute_s = NAN; /* invalid priors are skipped, not an error */
+  const hlb_sample *per_pu[1] = {prior};
+  size_t n_prior[1] = {4};
+  hlb_balancer_config c = config(1000, 1, "greedy", NULL);
+  c.prior = per_pu;
+  c.n_prior = n_prior;
+  hlb_balancer *b = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_primed(b, 0), 0);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 0);
+  hlb_balancer_destroy(b);
+  c.policy = "hlb";
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_primed(b, 0), 3);
+  hlb_balancer_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bad_configs_are_named),
@@ -371,6 +467,9 @@ int main(void) {
       cmocka_unit_test(decision_log),
       cmocka_unit_test(exactly_once_detects_double_and_missing),
       cmocka_unit_test(many_blocks_out_of_order),
+      cmocka_unit_test(priors_replace_the_probe),
+      cmocka_unit_test(wrong_priors_are_forgotten),
+      cmocka_unit_test(priors_need_a_policy_that_takes_them),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
