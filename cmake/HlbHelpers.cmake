@@ -78,3 +78,15 @@ function(hlb_add_all_subdirectories)
     endif()
   endforeach()
 endfunction()
+
+# hlb_tests_without_stored_models(): every test of the current directory runs with
+# HLB_MODELS=off, so `hlb run` neither reads nor writes the user's model directory and a test
+# never starts from what another test (or an earlier run of itself) stored. Call it after the
+# directory's last add_test and set_tests_properties(... ENVIRONMENT ...). The models' own
+# tests (tests/cli/models) set HLB_MODEL_DIR to a scratch folder instead.
+function(hlb_tests_without_stored_models)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  if(tests)
+    set_property(TEST ${tests} APPEND PROPERTY ENVIRONMENT "HLB_MODELS=off")
+  endif()
+endfunction()

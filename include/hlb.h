@@ -15,6 +15,7 @@
 #include "hlb/repartition.h"
 #include "hlb/sim.h"
 #include "hlb/exec.h"
+#include "hlb/models.h"
 #include "hlb/options.h"
 
 #endif

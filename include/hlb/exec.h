@@ -166,7 +166,26 @@ typedef struct hlb_exec_options {
    * holds would do in the cpu PU (by default such a device is released after
    * HLB_EXEC_RELEASE_BLOCKS blocks and its core given to the cpu PU; see docs/executor.md). */
   int keep_weak_devices;
+  /* Models kept across runs (docs/models.md): which of reading the stored samples before the
+   * run and storing this run's after it to do (hlb_models_mode). The samples live per host,
+   * codelet and PU under model_dir (NULL: $HLB_MODEL_DIR, $XDG_CACHE_HOME/hlb or
+   * ~/.cache/hlb). Storing needs keep_log. Default: $HLB_MODELS, else HLB_MODELS_OFF. Runs of
+   * one executor start from the previous run of the same codelet whatever the mode. */
+  int models;
+  const char *model_dir;
 } hlb_exec_options;
+
+/* hlb_exec_options.models: bits. */
+typedef enum hlb_models_mode {
+  HLB_MODELS_OFF = 0,
+  HLB_MODELS_READ = 1,  /* start from the stored samples (a policy that takes priors: hlb) */
+  HLB_MODELS_WRITE = 2, /* add this run's samples to the stored ones */
+  HLB_MODELS_ON = 3
+} hlb_models_mode;
+
+/* "off", "read", "write" or "on" into *mode; HLB_EINVAL naming the text otherwise. */
+HLB_EXTERN int hlb_models_mode_parse(const char *text, int *mode);
+HLB_EXTERN const char *hlb_models_mode_name(int mode);
 
 /* Blocks a device and the cpu PU each finish before the device's rate is compared with the
  * rate of the core it holds: the first blocks are small training blocks whose fixed costs
@@ -197,7 +216,18 @@ typedef struct hlb_exec_pu_stats {
   /* Why the PU did no work or stopped: its kernel could not be built or loaded (the
    * compiler's message), or its last failed block's error when it was retired; "" otherwise. */
   char failure[256];
+  /* Samples of earlier runs the PU started from (0: it trained from its own blocks), and 1
+   * when they mispredicted its first blocks and were forgotten. */
+  size_t prior_samples;
+  int priors_forgotten;
 } hlb_exec_pu_stats;
+
+/* Where a run's models started from (hlb_exec_stats.models_from). */
+typedef enum hlb_models_from {
+  HLB_MODELS_TRAINED = 0, /* nothing known: the PUs probed and trained */
+  HLB_MODELS_PREVIOUS_RUN, /* the previous run of the same codelet on this executor */
+  HLB_MODELS_STORED       /* the stored samples (hlb_exec_options.models has READ) */
+} hlb_models_from;
 
 typedef struct hlb_exec_stats {
   char policy[32];
@@ -209,6 +239,9 @@ typedef struct hlb_exec_stats {
   double solver_s;   /* time spent inside the policy */
   size_t n_log;      /* entries in log */
   hlb_decision *log; /* the decision log (owned; hlb_exec_stats_clear frees it) */
+  int models_from;   /* hlb_models_from */
+  char model_file[1024]; /* the stored models' file read or written; "" when none */
+  char model_error[512]; /* why storing this run's samples failed; "" when it did not */
 } hlb_exec_stats;
 
 /* Free what a stats struct owns and zero it. Accepts a zeroed struct. */

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/error_internal.h"
 #include "exec/exec_internal.h"
+#include "exec/models.h"
 #include "hlb/model.h"
 
 typedef struct run_ctx {
@@ -67,6 +68,7 @@ void hlb_exec_options_default(hlb_exec_options *o) {
   o->max_failures = HLB_EXEC_MAX_FAILURES;
   o->keep_log = 1;
   o->inject_pu = -1;
+  o->models = hlb__exec_models_default();
 }
 
 void hlb_exec_stats_clear(hlb_exec_stats *s) {
@@ -337,6 +339,26 @@ static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, d
   if (!in_flight) hlb_balancer_retire(r->b, bpu);
 }
 
+/* Devices that an earlier run on this host released for the same codelet (the stored models
+ * say so) are left out from the start and their cores given to the cpu PU: the comparison
+ * was made, and redoing it costs each run its first blocks. --keep-devices redoes it, as does
+ * `hlb models clear`. */
+static void release_stored(run_ctx *r, const hlb__exec_models *m) {
+  hlb_executor *ex = r->ex;
+  int cpu = automatic_cpu_pu(ex);
+  if (r->opt.keep_weak_devices || cpu < 0 || !ex->ops[cpu]->set_cores) return;
+  for (unsigned i = 0; i < ex->n; i++) {
+    const char *why = hlb__exec_models_released(ex, m, i);
+    unsigned held = held_cores(ex, i);
+    if (!why || !held || ex->released[i] || (int)i == cpu) continue;
+    snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
+             "released before the run: an earlier run on this host %s", why);
+    ex->released[i] = 1;
+    ex->cores_given[cpu] += held;
+    ex->ops[cpu]->set_cores(ex->dev[cpu], ex->pu[cpu].cores + ex->cores_given[cpu]);
+  }
+}
+
 /* A device that holds host cores is kept only while it adds more items per second than those
  * cores add to the cpu PU (both measured in this run over their finished blocks, emulated
  * throttling included). It is judged once it finished HLB_EXEC_RELEASE_BLOCKS blocks; or,
@@ -502,7 +524,8 @@ static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_it
 }
 
 /* The balancer over the PUs that take part; bidx maps its PU numbers to the executor's. */
-static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items) {
+static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items,
+                         const hlb__exec_models *models) {
   hlb_pu_desc *desc = calloc(nb, sizeof *desc);
   if (!desc) return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory for %u PUs", nb);
   for (unsigned j = 0; j < nb; j++) {
@@ -518,7 +541,9 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
                              .pus = desc,
                              .policy = r->opt.policy,
                              .params = r->opt.params,
-                             .keep_log = r->opt.keep_log};
+                             .keep_log = r->opt.keep_log,
+                             .prior = models->per_bpu,
+                             .n_prior = models->n_per_bpu};
   int rc = hlb_balancer_create(&cfg, &r->b);
   free(desc);
   return rc;
@@ -680,13 +705,21 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     hlb_exec_options_default(&r->opt);
   unsigned *bidx = r->bidx;
   int prep_err = 0;
+  hlb__exec_models models = {0};
+  rc = hlb__exec_models_begin(ex, cl, &r->opt, &models);
+  if (rc) {
+    hlb__exec_models_free(&models);
+    free_run(r);
+    return rc;
+  }
+  release_stored(r, &models);
   unsigned nb = prepare_all(r, bidx, &prep_err);
   if (prep_err) snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
   if (nb == 0)
     rc = hlb__error(prep_err ? prep_err : HLB_EDEVICE, "codelet '%s': no PU could load it: %s",
                     cl->name ? cl->name : "(unnamed)", r->error_text);
-  else
-    rc = make_balancer(r, bidx, nb, n_items);
+  else if ((rc = hlb__exec_models_priors(ex, &models, bidx, nb)) == 0)
+    rc = make_balancer(r, bidx, nb, n_items, &models);
   if (rc == 0) {
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
@@ -695,16 +728,17 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
       if (r->started[j]) pthread_join(r->th[j], NULL);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
+    int fill_rc = stats ? fill_stats(r, bidx, nb, n_items, stats) : 0;
+    /* Before finish(): a failure to store the models must not replace the run's own error. */
+    hlb__exec_models_end(ex, cl, &models, r->b, bidx, nb, stats);
     rc = finish(r, prep_err);
-    if (stats) {
-      int fill_rc = fill_stats(r, bidx, nb, n_items, stats);
-      rc = rc ? rc : fill_rc;
-    }
+    rc = rc ? rc : fill_rc;
     remember_rates(r);
     hlb_balancer_destroy(r->b);
   }
   for (unsigned i = 0; i < ex->n; i++)
     if (r->prepared[i]) ex->ops[i]->unprepare(ex->dev[i]);
+  hlb__exec_models_free(&models);
   free_run(r);
   /* A run that succeeded with some PUs left out must not leave their errors behind as the
    * last error: they are in the stats (failure) instead. */

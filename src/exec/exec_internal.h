@@ -3,7 +3,14 @@
 #define HLB_EXEC_INTERNAL_H
 
 #include "exec/backend.h"
+#include "exec/model_store.h"
 #include "hlb/exec.h"
+
+/* What earlier runs of an executor measured, per codelet (exec/models.c). */
+typedef struct hlb__exec_memo {
+  char key[128];
+  hlb__model_set set;
+} hlb__exec_memo;
 
 struct hlb_executor {
   unsigned n;
@@ -20,6 +27,8 @@ struct hlb_executor {
   int *released;
   char (*release_reason)[160];
   unsigned *cores_given; /* cpu PU: cores it got back from released PUs */
+  hlb__exec_memo *memo;  /* per codelet: the samples of this executor's runs */
+  unsigned n_memo;
 };
 
 #endif

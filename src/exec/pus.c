@@ -6,6 +6,7 @@
 
 #include "common/error_internal.h"
 #include "exec/exec_internal.h"
+#include "exec/models.h"
 
 static void pu_init(hlb_exec_pu *p, hlb_backend kind, unsigned device, unsigned cores) {
   memset(p, 0, sizeof *p);
@@ -192,6 +193,7 @@ void hlb_executor_destroy(hlb_executor *ex) {
   free(ex->released);
   free(ex->release_reason);
   free(ex->cores_given);
+  hlb__exec_memo_free(ex);
   free(ex);
 }
 

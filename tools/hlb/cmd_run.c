@@ -51,6 +51,8 @@ typedef struct run_args {
   size_t size;
   uint64_t seed;
   int json, compare, mpi, progress, keep_devices;
+  int models; /* hlb_models_mode */
+  const char *model_dir;
   const char **throttle;
   unsigned n_throttle;
   const char *inject;
@@ -75,6 +77,12 @@ static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   a->mpi = hlb_cli_flag(cli, "mpi");
   a->keep_devices = hlb_cli_flag(cli, "keep-devices");
   a->progress = hlb_cli_show_progress(cli);
+  a->model_dir = hlb_cli_text(cli, "model-dir");
+  if (hlb_models_mode_parse(hlb_cli_text(cli, "models"), &a->models)) {
+    hlb_clear_error();
+    return hlb_cli_usage_error("run", "--models: expected on, read, write or off, got '%s'",
+                               hlb_cli_text(cli, "models"));
+  }
   a->throttle = hlb_cli_get(cli, "throttle")->list;
   a->n_throttle = hlb_cli_get(cli, "throttle")->n_list;
 #ifndef HLB_CLI_WITH_MPI
@@ -202,6 +210,19 @@ static void run_once(hlb_app *app, hlb_executor *ex, const hlb_exec_options *o, 
   if (out->rc) snprintf(out->error, sizeof out->error, "%s", hlb_last_error());
 }
 
+/* Where the models came from and went (docs/models.md). */
+static void print_models(const hlb_exec_stats *s) {
+  if (s->models_from == HLB_MODELS_STORED)
+    printf("models: started from stored samples (%s)", s->model_file);
+  else
+    printf("models: trained from this run's blocks");
+  for (unsigned i = 0; i < s->n_pus; i++)
+    if (s->per_pu[i].priors_forgotten) printf("; %s's stored samples mispredicted, forgotten",
+                                              s->pu[i].name);
+  printf("\n");
+  if (s->model_error[0]) fprintf(stderr, "hlb run: warning: %s\n", s->model_error);
+}
+
 /* ranks: the MPI rank of each PU under --mpi, else NULL. */
 static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
                        const outcome *greedy, const outcome *stat, const int *ranks) {
@@ -245,6 +266,7 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
   }
   printf("makespan %.4f s, imbalance %.1f %%, policy time %.4f s\n", s->makespan_s,
          imbalance_pct(s), s->solver_s);
+  if (!ranks) print_models(s);
   if (greedy)
     printf("compare: %s %.4f s, greedy %.4f s%s, static %.4f s%s\n", s->policy, s->makespan_s,
            greedy->st.makespan_s, greedy->verified ? "" : " (FAILED)", stat->st.makespan_s,
@@ -283,6 +305,10 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
   cJSON_AddBoolToObject(o, "verified", r->verified);
   if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
   cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
+  cJSON_AddStringToObject(o, "models", !ranks && s->models_from == HLB_MODELS_STORED ? "stored"
+                                                                                      : "trained");
+  if (!ranks && s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);
+  if (!ranks && s->model_error[0]) cJSON_AddStringToObject(o, "model_error", s->model_error);
   double im = imbalance_pct(s);
   if (isfinite(im))
     cJSON_AddNumberToObject(o, "imbalance_pct", im);
@@ -309,6 +335,10 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
     cJSON_AddNumberToObject(p, "throttle", s->pu[i].throttle);
     cJSON_AddBoolToObject(p, "throttle_emulated", s->pu[i].throttle > 1);
     cJSON_AddItemToObject(p, "model", model_json(&s->per_pu[i]));
+    if (!ranks) {
+      cJSON_AddNumberToObject(p, "prior_samples", (double)s->per_pu[i].prior_samples);
+      cJSON_AddBoolToObject(p, "priors_forgotten", s->per_pu[i].priors_forgotten);
+    }
     cJSON_AddItemToArray(pus, p);
   }
   if (greedy) {
@@ -375,6 +405,8 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
   o.policy = a->policy_arg;
   o.params = a->params_arg;
   o.keep_weak_devices = a->keep_devices;
+  o.models = a->models;
+  o.model_dir = a->model_dir;
   progress_line pl = {.app = a->app};
   if (a->progress) {
     o.progress = show_progress;

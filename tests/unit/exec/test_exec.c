@@ -249,6 +249,49 @@ static void test_throttle_and_trace(void **st) {
   hlb_executor_destroy(ex);
 }
 
+/* Runs of one executor start from the previous run of the same codelet (in memory, whatever
+ * hlb_exec_options.models says); another codelet starts from nothing. */
+static void test_runs_carry_models(void **st) {
+  (void)st;
+  hlb_executor *ex = two_cpus(1);
+  counting w;
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "hlb";
+  o.models = HLB_MODELS_OFF;
+  hlb_exec_stats s = {0};
+  hlb_codelet cl = counting_codelet(&w);
+  assert_int_equal(hlb_executor_run(ex, &cl, N_ITEMS, &o, &s), 0);
+  assert_int_equal(s.models_from, HLB_MODELS_TRAINED);
+  assert_int_equal(s.per_pu[0].prior_samples, 0);
+  assert_string_equal(s.model_file, ""); /* off: no file */
+  hlb_exec_stats_clear(&s);
+  cl = counting_codelet(&w);
+  assert_int_equal(hlb_executor_run(ex, &cl, N_ITEMS, &o, &s), 0);
+  assert_once(&w, N_ITEMS);
+  assert_int_equal(s.models_from, HLB_MODELS_PREVIOUS_RUN);
+  assert_true(s.per_pu[0].prior_samples + s.per_pu[1].prior_samples > 0);
+  hlb_exec_stats_clear(&s);
+  cl = counting_codelet(&w);
+  cl.name = "another";
+  assert_int_equal(hlb_executor_run(ex, &cl, N_ITEMS, &o, &s), 0);
+  assert_int_equal(s.models_from, HLB_MODELS_TRAINED);
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
+static void test_models_mode_names(void **st) {
+  (void)st;
+  int m = -1;
+  assert_int_equal(hlb_models_mode_parse("read", &m), 0);
+  assert_int_equal(m, HLB_MODELS_READ);
+  assert_int_equal(hlb_models_mode_parse("on", &m), 0);
+  assert_int_equal(m, HLB_MODELS_ON);
+  assert_string_equal(hlb_models_mode_name(HLB_MODELS_WRITE), "write");
+  assert_int_equal(hlb_models_mode_parse("maybe", &m), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "'maybe'"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_pus),
@@ -258,6 +301,8 @@ int main(void) {
       cmocka_unit_test(test_failing_pu_retired),
       cmocka_unit_test(test_all_fail),
       cmocka_unit_test(test_throttle_and_trace),
+      cmocka_unit_test(test_runs_carry_models),
+      cmocka_unit_test(test_models_mode_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

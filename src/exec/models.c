@@ -1,0 +1,278 @@
+/* A run's models: where they start (the previous run of the same codelet on this executor, or
+ * the stored files) and where this run's samples go (the executor's memory, and with
+ * HLB_MODELS_WRITE the files). model_store.c reads and writes the files. */
+#include "exec/models.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error_internal.h"
+#include "common/options_internal.h"
+#include "hlb/model.h"
+#include "hlb/policy.h"
+
+static const char *const mode_names[] = {"off", "read", "write", "on"};
+
+/* Copy text, cut to the destination (paths are checked for length where they are built). */
+static void copy_text(char *dst, size_t cap, const char *src) {
+  size_t n = strnlen(src, cap - 1);
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+int hlb_models_mode_parse(const char *text, int *mode) {
+  for (int m = 0; m < 4; m++)
+    if (text && !strcmp(text, mode_names[m])) return *mode = m, 0;
+  return hlb__error(HLB_EINVAL, "models: expected on, read, write or off, got '%s'",
+                    text ? text : "(null)");
+}
+
+const char *hlb_models_mode_name(int mode) {
+  return mode >= 0 && mode < 4 ? mode_names[mode] : "?";
+}
+
+int hlb__exec_models_default(void) {
+  int mode = HLB_MODELS_OFF;
+  const char *env = hlb__option_env("models");
+  if (env && hlb_models_mode_parse(env, &mode) != 0) {
+    fprintf(stderr, "hlb: HLB_MODELS=%s: expected on, read, write or off; models are off\n", env);
+    hlb_clear_error();
+    mode = HLB_MODELS_OFF;
+  }
+  return mode;
+}
+
+static hlb__exec_memo *memo_find(hlb_executor *ex, const char *key) {
+  for (unsigned i = 0; i < ex->n_memo; i++)
+    if (!strcmp(ex->memo[i].key, key)) return &ex->memo[i];
+  return NULL;
+}
+
+static int copy_set(hlb__model_set *dst, const hlb__model_set *src) {
+  memset(dst, 0, sizeof *dst);
+  for (unsigned i = 0; i < src->n_pu; i++) {
+    int rc = hlb__model_append(dst, src->pu[i].key, src->pu[i].s, src->pu[i].n);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+void hlb__exec_pu_key(const hlb_executor *ex, unsigned i, char *out, size_t cap) {
+  hlb__model_pu_key(&ex->pu[i], ex->pu[i].cores + ex->cores_given[i], out, cap);
+}
+
+int hlb__exec_models_begin(hlb_executor *ex, const hlb_codelet *cl, const hlb_exec_options *opt,
+                           hlb__exec_models *m) {
+  memset(m, 0, sizeof *m);
+  m->mode = opt->models;
+  hlb__model_codelet_key(cl, m->key, sizeof m->key);
+  m->pu_key = calloc(ex->n, sizeof *m->pu_key);
+  if (!m->pu_key) return hlb__error(HLB_ENOMEM, "models: out of memory");
+  if (m->mode && hlb__model_dir(opt->model_dir, m->dir, sizeof m->dir) != 0) {
+    /* No place for files: the run goes on without them, and says why in its stats. */
+    copy_text(m->error, sizeof m->error, hlb_last_error());
+    hlb_clear_error();
+    m->mode = HLB_MODELS_OFF;
+  }
+  if (m->mode) hlb__model_path(m->dir, m->key, m->path, sizeof m->path);
+  const hlb__exec_memo *seen = memo_find(ex, m->key);
+  if (seen) {
+    m->from = HLB_MODELS_PREVIOUS_RUN;
+    return copy_set(&m->priors, &seen->set);
+  }
+  if (!(m->mode & HLB_MODELS_READ)) return 0;
+  m->from = HLB_MODELS_STORED;
+  return hlb__model_read(m->dir, m->key, &m->priors);
+}
+
+const char *hlb__exec_models_released(const hlb_executor *ex, const hlb__exec_models *m,
+                                      unsigned i) {
+  char key[320];
+  hlb__exec_pu_key(ex, i, key, sizeof key);
+  const hlb__stored_pu *p = hlb__model_find(&m->priors, key);
+  return p && p->released[0] ? p->released : NULL;
+}
+
+int hlb__exec_models_priors(hlb_executor *ex, hlb__exec_models *m, const unsigned *bidx,
+                            unsigned nb) {
+  m->per_bpu = calloc(nb ? nb : 1, sizeof *m->per_bpu);
+  m->n_per_bpu = calloc(nb ? nb : 1, sizeof *m->n_per_bpu);
+  if (!m->per_bpu || !m->n_per_bpu) return hlb__error(HLB_ENOMEM, "models: out of memory");
+  for (unsigned i = 0; i < ex->n; i++)
+    hlb__exec_pu_key(ex, i, m->pu_key[i], sizeof m->pu_key[i]);
+  size_t found = 0;
+  for (unsigned j = 0; j < nb; j++) {
+    const hlb__stored_pu *p = hlb__model_find(&m->priors, m->pu_key[bidx[j]]);
+    m->per_bpu[j] = p ? p->s : NULL;
+    m->n_per_bpu[j] = p ? p->n : 0;
+    found += m->n_per_bpu[j];
+  }
+  if (!found) m->from = HLB_MODELS_TRAINED;
+  return 0;
+}
+
+/* This run's finished blocks of balancer PU j, from the decision log. */
+static int run_samples(const hlb_decision *log, size_t n_log, unsigned j, hlb_sample **out,
+                       size_t *n) {
+  size_t count = 0;
+  for (size_t k = 0; k < n_log; k++)
+    count += log[k].pu == j && log[k].outcome == HLB_OUTCOME_DONE;
+  *out = calloc(count ? count : 1, sizeof **out);
+  if (!*out) return hlb__error(HLB_ENOMEM, "models: out of memory");
+  *n = 0;
+  for (size_t k = 0; k < n_log; k++) {
+    const hlb_decision *d = &log[k];
+    if (d->pu != j || d->outcome != HLB_OUTCOME_DONE) continue;
+    hlb_sample s = {.block = {.begin = d->begin, .count = d->count, .pu = j},
+                    .compute_s = d->compute_s,
+                    .transfer_s = d->transfer_s};
+    if (hlb_sample_valid(&s)) (*out)[(*n)++] = s;
+  }
+  return 0;
+}
+
+/* Stored samples that this run's blocks contradict are replaced, not added to. The policy
+ * (hlb: prior_check, prior_tolerance) judges them after its first blocks while the run goes
+ * on; a run too short for that is judged here, at its end, by the same rule: the median of
+ * measured / predicted time over the run's blocks, predicted by a model fitted to the priors
+ * alone, beyond this factor either way. 1.5: hlb's prior_tolerance default. Only blocks
+ * within a factor PRIOR_REACH of the priors' sizes count: far outside them a model fitted to
+ * small blocks says little (the priors are not wrong, they are silent there). */
+#define PRIOR_REACH 2.0
+#define PRIOR_TOLERANCE 1.5
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int priors_contradicted(const hlb_sample *prior, size_t n_prior, const hlb_sample *run,
+                               size_t n_run) {
+  double x_max = 0, x_min = INFINITY;
+  for (size_t k = 0; k < n_prior; k++) {
+    x_max = fmax(x_max, (double)prior[k].block.count);
+    x_min = fmin(x_min, (double)prior[k].block.count);
+  }
+  hlb_model *m = NULL;
+  if (!n_run || !(x_max >= 1) || hlb_model_create(x_max, NULL, &m) != 0) return 0;
+  for (size_t k = 0; k < n_prior; k++)
+    hlb_model_add(m, (double)prior[k].block.count, prior[k].compute_s, prior[k].transfer_s);
+  /* Too few sizes to fit a curve: the priors' mean rate stands for them. */
+  int fitted = hlb_model_fit(m, x_max) == 0;
+  double items = 0, seconds = 0;
+  for (size_t k = 0; k < n_prior; k++) {
+    items += (double)prior[k].block.count;
+    seconds += prior[k].compute_s + prior[k].transfer_s;
+  }
+  double *ratio = malloc(n_run * sizeof *ratio);
+  size_t n = 0;
+  if (ratio && (fitted || seconds > 0))
+    for (size_t k = 0; k < n_run; k++) {
+      double x = (double)run[k].block.count;
+      if (x > PRIOR_REACH * x_max || x < x_min / PRIOR_REACH) continue;
+      double t = fitted ? hlb_model_predict(m, x) : x * seconds / items;
+      if (t > 0 && isfinite(t)) ratio[n++] = (run[k].compute_s + run[k].transfer_s) / t;
+    }
+  int wrong = 0;
+  if (n) {
+    qsort(ratio, n, sizeof *ratio, by_value);
+    double median = n % 2 ? ratio[n / 2] : 0.5 * (ratio[n / 2 - 1] + ratio[n / 2]);
+    wrong = median > PRIOR_TOLERANCE || median < 1.0 / PRIOR_TOLERANCE;
+  }
+  free(ratio);
+  hlb_model_destroy(m);
+  hlb_clear_error(); /* a prior set too small to fit is not an error of the run */
+  return wrong;
+}
+
+/* The samples this run adds, per PU key; a PU whose priors were forgotten replaces them. */
+static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balancer *b,
+                   const unsigned *bidx, unsigned nb, hlb__model_set *fresh, int *forgot) {
+  const hlb_decision *log = NULL;
+  size_t n_log = hlb_balancer_log(b, &log);
+  for (unsigned j = 0; j < nb; j++) {
+    size_t primed = hlb_balancer_primed(b, j);
+    /* The policy forgot the priors (hlb_model_clear): the model holds fewer samples than it
+     * was given. */
+    forgot[j] = primed > 0 && hlb_model_samples(hlb_balancer_model(b, j)) < primed;
+    hlb_sample *s = NULL;
+    size_t n = 0;
+    const char *key = m->pu_key[bidx[j]];
+    int rc = run_samples(log, n_log, j, &s, &n);
+    if (!rc && primed && !forgot[j])
+      forgot[j] = priors_contradicted(m->per_bpu[j], m->n_per_bpu[j], s, n);
+    if (!rc) rc = hlb__model_append(fresh, key, s, n);
+    free(s);
+    if (rc) return rc;
+    hlb__stored_pu *p = (hlb__stored_pu *)hlb__model_find(fresh, key);
+    p->replace = forgot[j];
+    /* Released in this run (not before it): later runs leave the device out from the start. */
+    if (ex->released[bidx[j]]) copy_text(p->released, sizeof p->released, ex->release_reason[bidx[j]]);
+  }
+  return 0;
+}
+
+/* The executor's memory of this codelet: what it started from plus this run's samples. */
+static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__model_set *fresh) {
+  hlb__exec_memo *e = memo_find(ex, m->key);
+  if (!e) {
+    hlb__exec_memo *grown = realloc(ex->memo, (ex->n_memo + 1) * sizeof *grown);
+    if (!grown) return hlb__error(HLB_ENOMEM, "models: out of memory");
+    ex->memo = grown;
+    e = memset(&ex->memo[ex->n_memo++], 0, sizeof *e);
+    snprintf(e->key, sizeof e->key, "%s", m->key);
+    int rc = copy_set(&e->set, &m->priors);
+    if (rc) return rc;
+  }
+  for (unsigned i = 0; i < fresh->n_pu; i++) {
+    hlb__stored_pu *old = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
+    if (old && fresh->pu[i].replace) old->n = 0;
+    int rc = hlb__model_append(&e->set, fresh->pu[i].key, fresh->pu[i].s, fresh->pu[i].n);
+    if (rc) return rc;
+    hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
+    if (fresh->pu[i].released[0]) memcpy(now->released, fresh->pu[i].released, sizeof now->released);
+  }
+  return 0;
+}
+
+void hlb__exec_models_end(hlb_executor *ex, const hlb_codelet *cl, hlb__exec_models *m,
+                          const hlb_balancer *b, const unsigned *bidx, unsigned nb,
+                          hlb_exec_stats *stats) {
+  hlb__model_set fresh = {0};
+  int *forgot = calloc(nb ? nb : 1, sizeof *forgot);
+  int rc = forgot ? collect(ex, m, b, bidx, nb, &fresh, forgot)
+                  : hlb__error(HLB_ENOMEM, "models: out of memory");
+  if (!rc) rc = remember(ex, m, &fresh);
+  if (!rc && (m->mode & HLB_MODELS_WRITE))
+    rc = hlb__model_write(m->dir, m->key, cl->name, &fresh);
+  if (rc && !m->error[0]) snprintf(m->error, sizeof m->error, "%s", hlb_last_error());
+  if (stats && stats->per_pu) {
+    stats->models_from = m->from;
+    copy_text(stats->model_file, sizeof stats->model_file, m->path);
+    copy_text(stats->model_error, sizeof stats->model_error, m->error);
+    for (unsigned j = 0; j < nb && forgot; j++) {
+      stats->per_pu[bidx[j]].prior_samples = hlb_balancer_primed(b, j);
+      stats->per_pu[bidx[j]].priors_forgotten = forgot[j];
+    }
+  }
+  free(forgot);
+  hlb__model_set_free(&fresh);
+}
+
+void hlb__exec_models_free(hlb__exec_models *m) {
+  hlb__model_set_free(&m->priors);
+  free(m->pu_key);
+  free(m->per_bpu);
+  free(m->n_per_bpu);
+  memset(m, 0, sizeof *m);
+}
+
+void hlb__exec_memo_free(hlb_executor *ex) {
+  for (unsigned i = 0; i < ex->n_memo; i++)
+    hlb__model_set_free(&ex->memo[i].set);
+  free(ex->memo);
+  ex->memo = NULL;
+  ex->n_memo = 0;
+}
