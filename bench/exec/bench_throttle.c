@@ -8,7 +8,8 @@
  *  - "ideal fitted": the equal-finish-time split with one block per PU on straight lines
  *    (fixed cost + cost per row) fitted by least squares to every block each PU ran in the
  *    hlb run, contention and throttling included: the best static split on this machine.
- * Prints each policy's makespan against both, and whether the result verified. Never passes
+ * Prints each policy's makespan against both, and whether the result verified, then hlb once
+ * more starting from the models of the runs before it (docs/models.md). Never passes
  * or fails on time. Usage: bench_throttle [--quick] [--size N] [--factor F] */
 #include <math.h>
 #include <stdio.h>
@@ -121,6 +122,13 @@ int main(int argc, char **argv) {
            100 * (r.makespan / ideal - 1), reference > 0 ? 100 * (r.makespan / reference - 1) : NAN,
            r.slow_share, r.fast_idle, r.blocks, ok ? "yes" : "NO");
   }
+  /* hlb again on the same executor: it starts from the samples of every run above (the
+   * executor keeps them per codelet, as a stored model file would give a new process). */
+  result again = run(app, two, "hlb", &ok);
+  printf("%-14s %12.4f %+11.1f%% %+11.1f%% %11.1f%% %11.1f%% %8zu %9s\n", "hlb, from models",
+         again.makespan, 100 * (again.makespan / ideal - 1),
+         reference > 0 ? 100 * (again.makespan / reference - 1) : NAN, again.slow_share,
+         again.fast_idle, again.blocks, ok ? "yes" : "NO");
   printf("ideal fitted (one block per PU on lines fitted to the hlb run's blocks): %.4f s\n",
          reference);
   hlb_app_destroy(app);

@@ -262,8 +262,9 @@ HLB_EXTERN const hlb_exec_pu *hlb_executor_pu(const hlb_executor *ex, unsigned i
 /* Run the codelet over items [0, n_items). Blocks until every item is processed exactly
  * once (0), or the run cannot finish (every PU retired: HLB_EDEVICE; a policy error: its
  * code). A PU whose backend has no kernel in the codelet takes no work. Each run starts the
- * models from what the previous run of this executor measured (the PUs' relative speeds),
- * so iterative codes improve from one pass to the next. `stats` may be NULL; when given
+ * models from the samples of the previous runs of the same codelet on this executor (and,
+ * with opt->models, from the stored files), so iterative codes improve from one pass to the
+ * next. `stats` may be NULL; when given
  * it is cleared and filled (call hlb_exec_stats_clear() after). */
 HLB_EXTERN int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
                                 const hlb_exec_options *opt, hlb_exec_stats *stats);
