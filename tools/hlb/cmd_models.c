@@ -121,7 +121,10 @@ static void print_json(const hlb_stored_models *list, size_t n, const char *dir)
 int hlb_cmd_models(int argc, char **argv) {
   hlb_cli_args cli;
   int rc = hlb_cli_parse(&hlb_cmd_models_spec, argc, argv, &cli);
-  if (rc) return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
+  if (rc) {
+    hlb_cli_args_free(&cli);
+    return rc == HLB_CLI_HELP_SHOWN ? HLB_EXIT_OK : rc;
+  }
   const char *what = cli.operand[0], *codelet = hlb_cli_text(&cli, "codelet");
   int json = hlb_cli_flag(&cli, "json");
   char dir[768];
