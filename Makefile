@@ -1,12 +1,15 @@
 # The two commands of the README. Both install missing Debian packages, configure and build.
 #   make demo   build, then run matmul on every device of this machine (about 10 s)
-#   make test   build and run the whole suite, then again under ASan+UBSan, then the
-#               install check (an outside project built against the installed hlb)
+#   make test   build and run the whole suite, then again under ASan+UBSan, then every fuzz
+#               target for FUZZ_SECONDS each (clang, libFuzzer, ASan+UBSan), then the install
+#               check (an outside project built against the installed hlb)
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 15
 
-.PHONY: deps build demo test test-fast test-asan test-install clean
+.PHONY: deps build demo test test-fast test-asan test-fuzz test-install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -28,10 +31,16 @@ test-asan: deps
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE no-sanitize
 
+test-fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHLB_FUZZ=ON \
+	  -DHLB_SANITIZE=ON -DHLB_BUILD_BENCH=OFF -DHLB_WITH_CUDA=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target hlb_fuzz_targets
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 test-install: build
 	scripts/check-install.sh $(BUILD)
 
-test: test-fast test-asan test-install
+test: test-fast test-asan test-fuzz test-install
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -97,7 +97,7 @@ static int push(triple **t, size_t *n, size_t *cap, size_t row, size_t col, doub
 }
 
 static int to_csr(triple *t, size_t n, size_t first, size_t count, hlb_csr *m) {
-  qsort(t, n, sizeof *t, by_row_col);
+  if (n) qsort(t, n, sizeof *t, by_row_col); /* no entries: t may be NULL, which qsort forbids */
   m->row_ptr = calloc(count + 1, sizeof *m->row_ptr);
   m->col = malloc((n ? n : 1) * sizeof *m->col);
   m->val = malloc((n ? n : 1) * sizeof *m->val);

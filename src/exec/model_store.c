@@ -181,10 +181,11 @@ static int read_samples(const cJSON *arr, hlb__model_set *set, const char *key) 
     const cJSON *x = cJSON_GetArrayItem(e, 0), *c = cJSON_GetArrayItem(e, 1),
                 *t = cJSON_GetArrayItem(e, 2);
     if (!cJSON_IsNumber(x) || !cJSON_IsNumber(c) || !cJSON_IsNumber(t)) continue;
+    if (!(x->valuedouble >= 1 && x->valuedouble < 1e18)) continue; /* before the cast */
     hlb_sample one = {.block = {.count = (size_t)x->valuedouble},
                       .compute_s = c->valuedouble,
                       .transfer_s = t->valuedouble};
-    if (x->valuedouble >= 1 && x->valuedouble < 1e18 && hlb_sample_valid(&one)) s[k++] = one;
+    if (hlb_sample_valid(&one)) s[k++] = one;
   }
   int rc = hlb__model_append(set, key, s, k);
   free(s);
@@ -224,6 +225,20 @@ static int parse_file(const cJSON *root, hlb__model_set *set, char *why, size_t 
       snprintf(got->released, sizeof got->released, "%s", released->valuestring);
   }
   return 0;
+}
+
+int hlb__model_parse(const char *text, hlb__model_set *out, char *why, size_t cap) {
+  memset(out, 0, sizeof *out);
+  cJSON *root = NULL;
+  if (hlb__json_parse("model file", text, &root) != 0) {
+    snprintf(why, cap, "corrupt: %s", hlb_last_error());
+    hlb_clear_error();
+    return 1;
+  }
+  int rc = parse_file(root, out, why, cap);
+  cJSON_Delete(root);
+  if (rc) hlb__model_set_free(out);
+  return rc;
 }
 
 static int read_file(const char *path, hlb__model_set *out, int warn) {

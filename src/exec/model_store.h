@@ -63,6 +63,10 @@ int hlb__model_path(const char *dir, const char *codelet_key, char *out, size_t 
  * memory is an error. */
 int hlb__model_read(const char *dir, const char *codelet_key, hlb__model_set *out);
 
+/* Parse a model file's text: 0 with *out filled; 1 when runs would ignore it (why says why,
+ * *out empty); < 0 out of memory. For the fuzzer and the listing. */
+int hlb__model_parse(const char *text, hlb__model_set *out, char *why, size_t cap);
+
 /* Add `add`'s samples to the stored ones (per PU key, newest HLB__MODEL_KEEP kept) under the
  * directory's lock; creates the directories. HLB_EIO with the path when it cannot. */
 int hlb__model_write(const char *dir, const char *codelet_key, const char *codelet_name,

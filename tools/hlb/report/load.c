@@ -210,6 +210,7 @@ static int by_start(const void *pa, const void *pb) {
  * of one (PU, begin) into one block; a phase that does not follow the previous one starts
  * another block (the same range redone after a loss). */
 static void merge_sim(hlb__rrun *run) {
+  if (run->n == 0) return; /* no array to sort: qsort forbids NULL even for 0 elements */
   qsort(run->b, run->n, sizeof *run->b, by_pu_begin_start);
   size_t out = 0;
   int last_phase = 3;
@@ -265,7 +266,8 @@ static int check_kind(loader *L) {
   size_t blocks = 0;
   for (unsigned i = 0; i < r->n_runs; i++) {
     if (r->kind == HLB__REPORT_SIM) merge_sim(&r->runs[i]);
-    qsort(r->runs[i].b, r->runs[i].n, sizeof *r->runs[i].b, by_start);
+    if (r->runs[i].n) /* a run with no block may have no array: qsort forbids NULL */
+      qsort(r->runs[i].b, r->runs[i].n, sizeof *r->runs[i].b, by_start);
     blocks += r->runs[i].n;
   }
   if (blocks == 0) return bad(L->path, "an hlb trace without any block, got 0 blocks");
