@@ -45,6 +45,10 @@ typedef struct hlb_sample {
   double compute_s;
   double transfer_s;
   double end_s; /* the driver's `now` at completion */
+  /* Filled by the balancer before the policy's done() (drivers leave it 0): the block's cost
+   * in average items, what the PU's model was fed. The count unless the policy works with an
+   * item cost density (hlb_balancer_config.item_cost). */
+  double cost;
 } hlb_sample;
 
 /* What the driver knows about a PU before any run. */
@@ -71,9 +75,25 @@ typedef struct hlb_balancer_config {
    * ignored. Invalid samples are skipped. NULL: no priors. */
   const hlb_sample *const *prior;
   const size_t *n_prior;
+  /* What an earlier pass over the same items measured of their cost (hlb_balancer_item_cost):
+   * the relative cost of n_item_cost equal slices of the items, any positive scale. A policy
+   * that works with costs (HLB_POLICY_USES_ITEM_COST: hlb) then sizes blocks by their cost
+   * and its PUs' models are fed costs instead of counts (docs/policies.md, "Items that do not
+   * cost the same"). NULL or 0: every item costs the same. Copied at create. */
+  const double *item_cost;
+  unsigned n_item_cost;
+  /* Keep what hlb_balancer_item_cost needs (begin, count, PU and time of every finished
+   * block: 32 bytes a block). */
+  int learn_item_cost;
 } hlb_balancer_config;
 
 typedef struct hlb_balancer hlb_balancer;
+
+/* The relative cost of m equal slices of the items (mean 1), learnt from this run's finished
+ * blocks (docs/policies.md, "Items that do not cost the same"): pass it as item_cost to the
+ * next pass over the same items. Needs learn_item_cost; HLB_EINVAL without it or without a
+ * finished block with usable times. */
+HLB_EXTERN int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsigned m);
 
 /* Create a balancer. HLB_ENOTFOUND for an unknown policy name, HLB_EINVAL for bad sizes or
  * parameters; hlb_last_error() says which. */

@@ -62,6 +62,12 @@ typedef struct hlb_cluster {
   hlb_cluster_event *events;            /* sorted by at_s (stable) */
   double item_in_bytes, item_out_bytes; /* bytes sent to and from a PU per item */
   double noise_sigma; /* lognormal sigma of per-block compute noise in the simulator; 0 = none */
+  /* How an item's cost varies along the index ("cost_map"): weight of each of cost_slices
+   * equal slices of the items, mean 1; cost_prefix[k] = sum of the first k weights.
+   * cost_slices 0: every item costs the same. Use hlb_cluster_range_cost(). */
+  unsigned cost_slices;
+  double *cost_weight;
+  double *cost_prefix;
 } hlb_cluster;
 
 /* Load and validate a cluster file. On error returns HLB_EIO or HLB_EPARSE and
@@ -72,6 +78,12 @@ HLB_EXTERN int hlb_cluster_load(const char *path, hlb_cluster **out);
 HLB_EXTERN int hlb_cluster_parse(const char *name, const char *json_text, hlb_cluster **out);
 
 HLB_EXTERN void hlb_cluster_free(hlb_cluster *c);
+
+/* The cost of items [begin, begin + count) of a run of n_items, in average items: what a PU's
+ * curve is applied to in the simulator. `count` when the cluster has no cost map; over the
+ * whole run it is always n_items. */
+HLB_EXTERN double hlb_cluster_range_cost(const hlb_cluster *c, size_t n_items, size_t begin,
+                                         size_t count);
 
 /* Index of the PU called `name`, or -1. */
 HLB_EXTERN int hlb_cluster_find_pu(const hlb_cluster *c, const char *name);

@@ -73,7 +73,13 @@ typedef struct hlb_policy_ops {
    * the balancer then does not feed the models either. A policy that takes priors checks them
    * against the run's first blocks and forgets them (hlb_model_clear) when they mispredict. */
   void (*prior)(void *state, unsigned pu, const hlb_sample *s);
+  /* HLB_POLICY_* flags below (0: none). */
+  uint32_t flags;
 } hlb_policy_ops;
+
+/* The policy sizes blocks by their cost (hlb_balancer_range_cost and friends) when the
+ * balancer has an item cost density, and so takes its models fed with costs. */
+#define HLB_POLICY_USES_ITEM_COST 1u
 
 /* Registry. */
 HLB_EXTERN unsigned hlb_policy_count(void);
@@ -94,6 +100,18 @@ HLB_EXTERN unsigned hlb_balancer_alive(const hlb_balancer *b);
 /* PUs with at least one block in flight, and blocks in flight over all PUs. */
 HLB_EXTERN unsigned hlb_balancer_busy(const hlb_balancer *b);
 HLB_EXTERN size_t hlb_balancer_in_flight_total(const hlb_balancer *b);
+
+/* Item costs, in average items (docs/policies.md, "Items that do not cost the same"): without
+ * an item cost density, or for a policy without HLB_POLICY_USES_ITEM_COST, a cost is a count.
+ * The cost of items [begin, begin + count): */
+HLB_EXTERN double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count);
+/* 1 when costs are not counts: the balancer has an item cost density and the policy uses it. */
+HLB_EXTERN int hlb_balancer_has_item_cost(const hlb_balancer *b);
+/* The cost of every item still in the pool. O(ranges given back by failures). */
+HLB_EXTERN double hlb_balancer_remaining_cost(const hlb_balancer *b);
+/* How many items the next grant would hold for a block of this cost (at least 1, at most what
+ * the range the next grant comes from holds). */
+HLB_EXTERN size_t hlb_balancer_count_for_cost(const hlb_balancer *b, double cost);
 
 /* 1 when the sample's times are usable (finite, compute > 0, transfer >= 0, count > 0): the
  * same test the models apply, so a policy can skip what the model rejected. */

@@ -33,6 +33,10 @@ typedef struct hlb_sim_options {
   int keep_trace;     /* record every block's slices for hlb_sim_write_trace() */
   int no_noise;       /* 1: ignore the cluster's noise_sigma (each block takes its true time) */
   int no_events;      /* 1: ignore the cluster's slowdown and fail events */
+  /* Passes over the same items (0 or 1: one). Each pass after the first starts from the item
+   * cost density the previous one learnt (hlb_balancer_item_cost), as an iterative code's
+   * next iteration would; pass k uses the noise seed + k. The result is the last pass's. */
+  unsigned passes;
 } hlb_sim_options;
 
 /* One phase of one block, recorded when keep_trace is set. */

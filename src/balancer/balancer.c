@@ -113,6 +113,21 @@ static int setup_policy(hlb_balancer *b, const hlb_balancer_config *c) {
   return rc;
 }
 
+static int uses_cost(const hlb_policy_ops *ops) {
+  return ops->struct_size >= offsetof(hlb_policy_ops, flags) + sizeof(uint32_t) &&
+         (ops->flags & HLB_POLICY_USES_ITEM_COST);
+}
+
+/* The item cost density of an earlier pass, for a policy that works with costs. */
+static int setup_density(hlb_balancer *b, const hlb_balancer_config *c) {
+  const double *rel = uses_cost(b->ops) ? c->item_cost : NULL;
+  unsigned bins = hlb__density_bins(b->n_items, b->granularity);
+  int rc = hlb__density_init(&b->density, b->n_items, bins, rel, rel ? c->n_item_cost : 0);
+  b->use_cost = b->density.n > 0;
+  b->learn_cost = c->learn_item_cost != 0;
+  return rc;
+}
+
 static int setup_state(hlb_balancer *b) {
   b->pu = calloc(b->n_pus, sizeof *b->pu);
   if (!b->pu) return hlb__error(HLB_ENOMEM, "balancer: cannot allocate state of %u PUs", b->n_pus);
@@ -157,6 +172,7 @@ static int feed_priors(hlb_balancer *b, const hlb_balancer_config *c) {
     for (size_t k = 0; c->prior[p] && k < c->n_prior[p]; k++) {
       hlb_sample s = c->prior[p][k];
       s.block.pu = p;
+      s.cost = (double)s.block.count; /* an earlier run's block: its cost is not known */
       if (!hlb_sample_valid(&s) ||
           hlb_model_add(b->models[p], (double)s.block.count, s.compute_s, s.transfer_s) != 0)
         continue;
@@ -186,6 +202,7 @@ int hlb_balancer_create(const hlb_balancer_config *cfg, hlb_balancer **out) {
   rc = setup_policy(b, cfg);
   if (!rc) rc = copy_pus(b, cfg);
   if (!rc) rc = setup_state(b);
+  if (!rc) rc = setup_density(b, cfg);
   if (!rc) rc = make_models(b);
   if (!rc) rc = start_policy(b);
   if (!rc) rc = feed_priors(b, cfg);
@@ -212,6 +229,8 @@ void hlb_balancer_destroy(hlb_balancer *b) {
   free(b->names);
   free(b->param);
   free(b->log);
+  hlb__density_fini(&b->density);
+  free(b->obs);
   free(b);
 }
 
@@ -264,9 +283,10 @@ static int grant(hlb_balancer *b, unsigned pu, double now, size_t want, double s
   f->count = r.count;
   f->granted_s = now;
   f->pu = pu;
+  f->cost = b->use_cost ? hlb__density_cost(&b->density, r.begin, r.count) : (double)r.count;
   /* The model as the policy last fitted it: the balancer never refits on its own, so that
    * keeping a log cannot change a decision. */
-  f->predicted_s = hlb_model_predict(b->models[pu], (double)r.count);
+  f->predicted_s = hlb_model_predict(b->models[pu], f->cost);
   f->log_index = SIZE_MAX;
   if (b->keep_log) {
     if ((rc = log_grant(b, f))) return rc;
@@ -372,6 +392,21 @@ int hlb_sample_valid(const hlb_sample *s) {
          isfinite(s->transfer_s) && s->transfer_s >= 0;
 }
 
+/* A finished block with usable times, for hlb_balancer_item_cost. */
+static int keep_observation(hlb_balancer *b, const hlb_sample *s) {
+  if (!b->learn_cost || !hlb_sample_valid(s)) return 0;
+  if (b->n_obs == b->cap_obs) {
+    size_t cap = b->cap_obs ? 2 * b->cap_obs : 256;
+    hlb__density_obs *o = realloc(b->obs, cap * sizeof *o);
+    if (!o) return hlb__error(HLB_ENOMEM, "balancer: cannot keep %zu finished blocks", cap);
+    b->obs = o;
+    b->cap_obs = cap;
+  }
+  b->obs[b->n_obs++] = (hlb__density_obs){s->block.begin, s->block.count, s->block.pu,
+                                          s->compute_s + s->transfer_s};
+  return 0;
+}
+
 int hlb_balancer_done(hlb_balancer *b, unsigned pu, const hlb_sample *s) {
   int rc = check_pu_index(b, pu, "hlb_balancer_done");
   if (rc) return rc;
@@ -380,11 +415,13 @@ int hlb_balancer_done(hlb_balancer *b, unsigned pu, const hlb_sample *s) {
   if (i == HLB__NIL) return HLB_ESTATE;
   log_outcome(b, &b->flights.rec[i], s, s->end_s, HLB_OUTCOME_DONE);
   hlb_sample fed = *s;
+  fed.cost = b->flights.rec[i].cost;
   land(b, i, &fed.block);
   if ((rc = hlb__pool_complete(&b->pool, (hlb__range){fed.block.begin, fed.block.count})))
     return rc;
+  if ((rc = keep_observation(b, &fed))) return rc;
   /* The model first, so the policy's done() sees the newest sample (docs/architecture.md). */
-  int add = hlb_model_add(b->models[pu], (double)fed.block.count, fed.compute_s, fed.transfer_s);
+  int add = hlb_model_add(b->models[pu], fed.cost, fed.compute_s, fed.transfer_s);
   char why[256] = "";
   if (add == HLB_ESAMPLE) {
     b->rejected++;
@@ -499,4 +536,45 @@ unsigned hlb_balancer_busy(const hlb_balancer *b) {
 
 size_t hlb_balancer_in_flight_total(const hlb_balancer *b) {
   return b->in_flight;
+}
+
+/* ---- item costs ----------------------------------------------------------------------- */
+
+double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count) {
+  return b->use_cost ? hlb__density_cost(&b->density, begin, count) : (double)count;
+}
+
+int hlb_balancer_has_item_cost(const hlb_balancer *b) {
+  return b->use_cost;
+}
+
+double hlb_balancer_remaining_cost(const hlb_balancer *b) {
+  const hlb__pool *p = &b->pool;
+  if (!b->use_cost) return (double)hlb__pool_remaining(p);
+  double c = hlb__density_cost(&b->density, p->cursor, p->n_items - p->cursor);
+  for (size_t k = 0; k < p->n_back; k++)
+    c += hlb__density_cost(&b->density, p->back[k].begin, p->back[k].count);
+  return c;
+}
+
+size_t hlb_balancer_count_for_cost(const hlb_balancer *b, double cost) {
+  const hlb__pool *p = &b->pool;
+  /* The range the next grant comes from (hlb__pool_take): the newest range given back, else
+   * the items never granted. */
+  size_t begin = p->n_back ? p->back[p->n_back - 1].begin : p->cursor;
+  size_t avail = p->n_back ? p->back[p->n_back - 1].count : p->n_items - p->cursor;
+  if (avail == 0) return 1;
+  size_t c = b->use_cost ? hlb__density_count_for_cost(&b->density, begin, avail, cost)
+                         : (cost >= (double)avail ? avail : (size_t)(cost > 0 ? cost : 0));
+  return c ? c : 1;
+}
+
+int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsigned m) {
+  if (!b || !out || m == 0)
+    return hlb__error(HLB_EINVAL, "hlb_balancer_item_cost: balancer, out or m missing");
+  if (!b->learn_cost)
+    return hlb__error(HLB_EINVAL,
+                      "hlb_balancer_item_cost: the balancer was created without learn_item_cost");
+  int rc = hlb__density_learn(b->n_items, b->n_pus, b->obs, b->n_obs, &b->density, out, m);
+  return rc;
 }

@@ -5,6 +5,7 @@
 #ifndef HLB_BALANCER_INTERNAL_H
 #define HLB_BALANCER_INTERNAL_H
 
+#include "balancer/density.h"
 #include "balancer/flight.h"
 #include "balancer/pool.h"
 #include "hlb/policy.h"
@@ -37,6 +38,12 @@ struct hlb_balancer {
   int keep_log;
   hlb_decision *log;
   size_t n_log, cap_log;
+  /* Item costs (density.h): used when the policy works with costs and a density was given. */
+  hlb__density density;
+  int use_cost;
+  int learn_cost;        /* keep finished blocks for hlb_balancer_item_cost */
+  hlb__density_obs *obs; /* finished blocks with usable times, when learn_cost */
+  size_t n_obs, cap_obs;
 };
 
 /* Resolve a policy name: `name`, else $HLB_POLICY, else HLB_POLICY_DEFAULT. "help" prints

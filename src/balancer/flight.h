@@ -19,6 +19,7 @@ typedef struct hlb__flight {
   size_t begin, count;
   double granted_s;
   double predicted_s;
+  double cost; /* the block's cost in average items at grant time (its count without a density) */
   size_t log_index; /* entry in the decision log, or SIZE_MAX without a log */
   unsigned pu;
   uint32_t prev, next; /* the PU's list, in grant order; next also links the free list */

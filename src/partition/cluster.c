@@ -13,6 +13,7 @@
 #include "common/error_internal.h"
 #include "common/json.h"
 #include "hlb/cluster.h"
+#include "partition/cost_map.h"
 
 /* JSON paths are short ("nodes[12].pus[3].link.bandwidth_Bps"); this leaves ample room. */
 #define PATH_MAX_LEN 160
@@ -324,7 +325,8 @@ static int size_nodes(const hlb__jctx *c, const cJSON *nodes, hlb_cluster *cl) {
 }
 
 static int read_cluster(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) {
-  static const char *const known[] = {"comment", "nodes", "item", "noise_sigma", "events", NULL};
+  static const char *const known[] = {"comment",     "nodes",  "item", "noise_sigma",
+                                      "events",      "cost_map", NULL};
   int rc = check_object(c, root, "", known);
   const cJSON *nodes = NULL;
   if (!rc) rc = hlb__json_array(c, root, "", "nodes", 1, &nodes);
@@ -343,6 +345,7 @@ static int read_cluster(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) 
   if (!rc) rc = read_item(c, root, cl);
   if (!rc) rc = hlb__json_number(c, root, "", "noise_sigma", 0, 0.0, 0, DBL_MAX, &cl->noise_sigma);
   if (!rc) rc = read_events(c, root, cl);
+  if (!rc) rc = hlb__cost_map_read(c, root, cl);
   return rc;
 }
 
@@ -396,6 +399,8 @@ void hlb_cluster_free(hlb_cluster *c) {
   free(c->nodes);
   free(c->pus);
   free(c->events);
+  free(c->cost_weight);
+  free(c->cost_prefix);
   free(c);
 }
 

@@ -54,6 +54,7 @@ enum {
   P_REFIT,
   P_PRIOR_CHECK,
   P_PRIOR_TOL,
+  P_TAIL,
   P_COUNT
 };
 
@@ -79,9 +80,16 @@ static const hlb_param_def hlb_params[P_COUNT] = {
     {"prior_tolerance", 1.5, 1.01, 100.0,
      "Priors are forgotten when the median measured / predicted time of the first "
      "prior_check blocks is beyond this factor either way (the report's 1.5x band)."},
+    {"tail_idle", 0.02, 0.0, 1.0,
+     "Misprediction guard: a block is kept small enough that, mispredicted as badly as the "
+     "PU's recent blocks were (the mean over the last 8), it leaves the others idle at most "
+     "this fraction of the predicted makespan (0: no guard)."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
+/* Recent mispredictions kept per PU for the guard: 8 blocks, so one odd block is remembered for
+ * a while but a PU that became predictable is trusted again within a few blocks. */
+#define MISS_RING 8
 
 typedef struct hpu {
   hlb__plb_pu u;
@@ -96,6 +104,9 @@ typedef struct hpu {
   double check_ratio[8];         /* measured / predicted time of each (prior_check <= 8) */
   hlb_sample check_sample[8];    /* and the blocks themselves, to relearn from */
   unsigned forgot;               /* 1 once priors were found wrong and dropped */
+  double miss[MISS_RING];        /* |ln(measured / predicted)| of recent blocks */
+  double min_t;                  /* the shortest accepted block time: >= the fixed cost */
+  unsigned miss_n, miss_at;
 } hpu;
 
 typedef struct hlbp {
@@ -111,6 +122,8 @@ typedef struct hlbp {
   int planned;      /* target is valid */
   unsigned since;   /* grants since the last solve */
   unsigned changed; /* estimates that moved since the last solve */
+  double t0;        /* the first grant's time: the start of the predicted makespan */
+  int started;
 } hlbp;
 
 static void hlb_fini(void *state) {
@@ -170,10 +183,21 @@ static void recompute_corr(hlbp *h, hpu *q) {
   q->corr = sw > 0 ? s / sw : 1.0;
 }
 
+/* How far off the estimate was for a block (the base curve times the correction, as next()
+ * planned it): |ln(measured / predicted)|, kept for the misprediction guard. */
+static void note_miss(hpu *q, double predicted, double t) {
+  if (!(predicted > 0) || !(t > 0) || !isfinite(predicted)) return;
+  q->miss[q->miss_at] = fabs(log(t / predicted));
+  q->miss_at = (q->miss_at + 1) % MISS_RING;
+  if (q->miss_n < MISS_RING) q->miss_n++;
+}
+
 static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   hpu *q = &h->pu[p];
-  double x = (double)s->block.count, t = hlb__plb_sample_s(s);
+  double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
   double before = q->u.good ? base_time(q, x) : 0.0;
+  if (q->u.good >= 2) note_miss(q, before * q->corr, t); /* the first line is a guess */
+  if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
   hlb__plb_observe(&q->u, s);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
@@ -246,7 +270,7 @@ static void plan(hlbp *h, double now) {
     }
     h->ready[p] = h->usable[p] ? hlb__plb_ready_in(h->ctx, p, &h->curves[p], now) : 0.0;
   }
-  double left = (double)hlb_balancer_remaining(h->ctx->balancer);
+  double left = hlb_balancer_remaining_cost(h->ctx->balancer);
   double ms = 0.0;
   unsigned m = hlb__plb_solve(h->ctx, &h->ws, h->curves, h->usable, h->ready, left, h->x, &ms);
   h->planned = m > 0;
@@ -298,9 +322,48 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
   return got >= need;
 }
 
+/* The largest block (a cost) that a misprediction as bad as the PU's recent ones could not
+ * turn into more than tail_idle of the predicted makespan of idle time for the others, nor into
+ * a block that ends after the common finish time. PLB-HeC and PLB-HAC assume items of equal cost;
+ * on a fractal's rows or a power-law matrix's a block can take 10x its prediction, and a large
+ * one then finishes long after everyone else (the mandelbrot cost map in the simulator: 1.8x
+ * the bound, greedy's many small blocks 1.04x). On uniform work the misses stay at the noise
+ * and the guard does not bind. +inf when there is nothing to go by. */
+static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now,
+                           double left) {
+  if (!(h->prm[P_TAIL] > 0) || q->miss_n < 2 || !h->planned) return INFINITY;
+  /* The mean miss, not the largest: one odd block (a probe, a spike) would otherwise keep
+   * every block small for MISS_RING blocks; on the simulator's cost maps the mean ends nearer
+   * the bound with a third of the blocks (docs/benchmarks.md). */
+  double typical = 0;
+  for (unsigned i = 0; i < q->miss_n; i++)
+    typical += q->miss[i];
+  typical /= q->miss_n;
+  double over = exp(typical) - 1.0, until = h->target - now, t_max;
+  /* Even misses at the level of timing noise count: without them, a run whose blocks were
+   * all predicted well meets its first random spike with a block sized for none. The price is
+   * a few more blocks on uniform work (10 % jitter on two PUs: 1.099 -> 1.111 x the bound,
+   * tests/unit/policy/test_plb.c). */
+  if (!(over > 0)) return INFINITY;
+  /* Late by that much, the block must end at most tail_idle of the makespan after it was
+   * predicted to (the others would wait that long if it were the last: which block is the
+   * last is only known afterwards, and bounding every block measured best), and before the
+   * common finish time. After the predicted finish only the first bound applies. */
+  t_max = h->prm[P_TAIL] * (fmax(h->target, now) - h->t0) / over;
+  if (until > 0) t_max = fmin(t_max, until / (1.0 + over));
+  return hlb__plb_inverse(c, t_max, left);
+}
+
+/* A block's cost to the count the pool hands out from where the next grant starts. */
+static size_t to_count(const hlbp *h, double x) {
+  if (!hlb_balancer_has_item_cost(h->ctx->balancer)) return hlb__plb_round(h->ctx, x);
+  return hlb__plb_round(h->ctx, (double)hlb_balancer_count_for_cost(h->ctx->balancer, x));
+}
+
 static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   hlbp *h = state;
   if (pu >= h->n) return hlb__error(HLB_EINVAL, "hlb: pu %u out of range (%u PUs)", pu, h->n);
+  if (!h->started) h->started = 1, h->t0 = now;
   hpu *q = &h->pu[pu];
   unsigned alive = hlb__plb_alive(h->ctx);
   double per_pu = (double)h->ctx->n_items / (alive ? alive : 1);
@@ -314,7 +377,8 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   hlb_curve own; /* this PU's newest estimate: it may have moved since the solve */
   hlb__plb_curve_scaled(&own, &q->u.curve, q->corr);
   const hlb_curve *c = &own;
-  double left = (double)hlb_balancer_remaining(h->ctx->balancer);
+  /* Sizes below are costs in average items (counts when every item costs the same). */
+  double left = hlb_balancer_remaining_cost(h->ctx->balancer);
   double share = h->planned ? hlb__plb_inverse(c, h->target - now, left) : left / alive;
   double g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
   /* At the very end, a PU whose share is under a granule waits when the busy PUs would do
@@ -326,7 +390,10 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
     return HLB_WAIT;
   /* Smallest sensible block: min_fraction of a PU's share, and long enough to amortise the
    * curve's fixed cost. */
-  double fixed = fixed_cost(c, g, q->u.max_items);
+  /* Every block pays the fixed cost, so none is below the shortest block measured: on
+   * irregular items a line's intercept is noise that would ask for blocks of thousands of
+   * items (mandelbrot's rows). */
+  double fixed = fmin(fixed_cost(c, g, q->u.max_items), q->min_t);
   double min_x = h->prm[P_MIN] * per_pu;
   double amort = hlb__plb_inverse(c, fixed / h->prm[P_OVERHEAD], left);
   if (amort > min_x) min_x = amort;
@@ -338,7 +405,11 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (share <= 2.0 * min_x || x > share) x = fmax(g, floor(share / g + 1e-9) * g);
   double cap = h->prm[P_GROW] * q->u.max_items;
   if (x > cap) x = cap;
-  *count = hlb__plb_round(h->ctx, x);
+  /* A guarded block still amortises the fixed cost (10 ms blocks at 10 % jitter: 1.37 x the
+   * bound without): amort, whose fixed cost is at most the shortest block ever measured. */
+  double guard = guarded_size(h, q, c, now, left);
+  if (x > guard) x = fmin(x, fmax(guard, fmax(amort, g))); /* never above the plan's size */
+  *count = to_count(h, x);
   return HLB_GRANT;
 }
 
@@ -367,7 +438,7 @@ static void forget_priors(hlbp *h, unsigned p) {
   q->next_fit = 3;
   q->forgot = 1;
   for (unsigned i = 0; i < n; i++) {
-    hlb_model_add(h->ctx->models[p], (double)fresh[i].block.count, fresh[i].compute_s,
+    hlb_model_add(h->ctx->models[p], hlb__plb_sample_x(&fresh[i]), fresh[i].compute_s,
                   fresh[i].transfer_s);
     learn(h, p, &fresh[i]);
   }
@@ -378,7 +449,7 @@ static void forget_priors(hlbp *h, unsigned p) {
  * predicted (base curve times correction, as next() planned it), before learning from it. */
 static void check_priors(hlbp *h, unsigned p, const hlb_sample *s) {
   hpu *q = &h->pu[p];
-  double predicted = base_time(q, (double)s->block.count) * q->corr;
+  double predicted = base_time(q, hlb__plb_sample_x(s)) * q->corr;
   q->check_ratio[q->checked] = predicted > 0 ? hlb__plb_sample_s(s) / predicted : 1.0;
   q->check_sample[q->checked++] = *s;
 }
@@ -432,4 +503,5 @@ const hlb_policy_ops hlb__policy_hlb = {
     .failed = hlb_failed,
     .retired = hlb_retired,
     .fini = hlb_fini,
+    .flags = HLB_POLICY_USES_ITEM_COST,
 };

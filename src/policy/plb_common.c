@@ -33,6 +33,10 @@ int hlb__plb_sample_ok(const hlb_sample *s) {
          isfinite(s->transfer_s) && s->transfer_s >= 0;
 }
 
+double hlb__plb_sample_x(const hlb_sample *s) {
+  return s->cost > 0 ? s->cost : (double)s->block.count;
+}
+
 double hlb__plb_sample_s(const hlb_sample *s) {
   return s->compute_s + s->transfer_s;
 }
@@ -46,7 +50,7 @@ void hlb__plb_observe(hlb__plb_pu *u, const hlb_sample *s) {
     u->bad++;
     return;
   }
-  double x = (double)s->block.count, t = hlb__plb_sample_s(s);
+  double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
   u->sum_items += x;
   u->sum_s += t;
   u->sxx += x * x;
@@ -145,7 +149,7 @@ double hlb__plb_ready_in(const hlb_policy_ctx *ctx, unsigned p, const hlb_curve 
   unsigned n = hlb_balancer_in_flight(ctx->balancer, p);
   hlb_block blk;
   if (n == 0 || !hlb_balancer_oldest_in_flight(ctx->balancer, p, &blk)) return 0.0;
-  double one = hlb_curve_time(c, (double)blk.count);
+  double one = hlb_curve_time(c, hlb_balancer_range_cost(ctx->balancer, blk.begin, blk.count));
   double left = blk.granted_s + one - now;
   if (left < 0.25 * one) left = 0.25 * one; /* overdue: expect it soon, but not now */
   return left + (n - 1) * one;

@@ -45,6 +45,10 @@ void hlb__plb_ws_free(hlb__plb_ws *ws);
  * them into their own speed estimates either. */
 int hlb__plb_sample_ok(const hlb_sample *s);
 
+/* What a sample's block is worth to the curves: its cost in average items (the count unless
+ * the balancer has an item cost density for this policy). */
+double hlb__plb_sample_x(const hlb_sample *s);
+
 /* compute + transfer of a sample. */
 double hlb__plb_sample_s(const hlb_sample *s);
 

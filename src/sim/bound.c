@@ -33,6 +33,7 @@
 #include "common/error_internal.h"
 #include "hlb/partition.h"
 #include "hlb/sim.h"
+#include "partition/cost_map.h"
 
 static double per_byte(const hlb_link *l) {
   return isinf(l->bandwidth_Bps) ? 0.0 : 1.0 / l->bandwidth_Bps;
@@ -53,12 +54,14 @@ void hlb_sim_pu_curve(const hlb_cluster *c, unsigned p, hlb_curve *out) {
 typedef struct pu_bound {
   double f, l, q, r, s;
   double cap;
+  double ymin; /* the least a block can cost: one item (1), or the cheapest item of a cost map */
   double stat[3];
   unsigned n_stat;
 } pu_bound;
 
 static double block_time(const pu_bound *b, double y) {
-  return b->f + y * (b->l + y * (b->q + y * b->r)) + (y > 0 ? b->s * y * log(y) : 0.0);
+  /* Never below 0, as in the simulator (an x ln x term is negative below one item). */
+  return fmax(0.0, b->f + y * (b->l + y * (b->q + y * b->r)) + (y > 0 ? b->s * y * log(y) : 0.0));
 }
 
 static double cubic(const pu_bound *b, double y) {
@@ -83,7 +86,7 @@ static double root_between(const pu_bound *b, double lo, double hi) {
 /* The cubic's real roots >= 1: between its turning points (roots of 6 r y^2 + 2 q y + s) it is
  * monotone, so each stretch holds at most one root. */
 static void find_stationary(pu_bound *b, double y_max) {
-  double cut[4] = {1.0}, a = 6.0 * b->r, bq = 2.0 * b->q, cs = b->s;
+  double y0 = b->ymin, cut[4] = {y0}, a = 6.0 * b->r, bq = 2.0 * b->q, cs = b->s;
   unsigned n = 1;
   if (a != 0) {
     double disc = bq * bq - 4.0 * a * cs;
@@ -93,10 +96,10 @@ static void find_stationary(pu_bound *b, double y_max) {
         double t = t1;
         t1 = t2, t2 = t;
       }
-      if (t1 > 1.0 && t1 < y_max) cut[n++] = t1;
-      if (t2 > 1.0 && t2 < y_max) cut[n++] = t2;
+      if (t1 > y0 && t1 < y_max) cut[n++] = t1;
+      if (t2 > y0 && t2 < y_max) cut[n++] = t2;
     }
-  } else if (bq != 0 && -cs / bq > 1.0 && -cs / bq < y_max) {
+  } else if (bq != 0 && -cs / bq > y0 && -cs / bq < y_max) {
     cut[n++] = -cs / bq;
   }
   cut[n++] = y_max;
@@ -107,11 +110,12 @@ static void find_stationary(pu_bound *b, double y_max) {
   }
 }
 
-/* L(x) = x * (least c(y) / y over y in [1, x]); x c(1) below one item. */
+/* L(x) = x * (least c(y) / y over y in [ymin, x]); x c(ymin) / ymin below the smallest block. */
 static double least_busy(const pu_bound *b, double x) {
   if (x <= 0) return 0;
-  if (x <= 1) return x * block_time(b, 1.0);
-  double best = fmin(block_time(b, 1.0), block_time(b, x) / x);
+  double y0 = b->ymin;
+  if (x <= y0) return x * block_time(b, y0) / y0;
+  double best = fmin(block_time(b, y0) / y0, block_time(b, x) / x);
   for (unsigned i = 0; i < b->n_stat; i++)
     if (b->stat[i] <= x) best = fmin(best, block_time(b, b->stat[i]) / b->stat[i]);
   return x * best;
@@ -143,8 +147,14 @@ static void describe_pu(const hlb_cluster *c, unsigned p, double n_items, pu_bou
   hlb_curve g;
   hlb_sim_pu_curve(c, p, &g);
   const double *poly = c->pus[p].poly; /* const, linear, quadratic, cubic, x ln x */
+  /* With a cost map, x counts average items (cost) and a block of cost y holds at least
+   * y / w_max items, each crossing the links: the transfer per unit of cost is at least the
+   * per-item one over w_max, and a block costs at least w_min. Without one both are 1. */
+  double w_min, w_max;
+  hlb__cost_map_extremes(c, &w_min, &w_max);
   *b = (pu_bound){.f = poly[0] + g.transfer_fixed,
-                  .l = poly[1] + g.transfer_per_item,
+                  .l = poly[1] + g.transfer_per_item / w_max,
+                  .ymin = fmin(1.0, w_min),
                   .q = poly[2],
                   .r = poly[3],
                   .s = poly[4],

@@ -62,6 +62,9 @@ typedef struct sim {
   double now;
   hlb_sim_result *r;
   size_t slice_cap;
+  const double *item_cost; /* the previous pass's density (passes > 1) */
+  unsigned n_item_cost;
+  double *learn; /* n_item_cost slots for this pass's density, or NULL */
 } sim;
 
 /* Seconds to send `bytes` over a link. INFINITY bandwidth (the manager's own node, host
@@ -111,7 +114,10 @@ static int start_block(sim *s, unsigned p, const hlb_block *blk) {
   ps->in_end = start + t_node + t_pu;
   ps->own_xfer = t_node + t_pu;
   ps->c_slow = ps->slowdown;
-  double f = hlb_curve_compute(&cp->time, (double)blk->count);
+  /* The curve applies to the block's cost in average items: its count unless the cluster
+   * has a cost map. */
+  double cost = hlb_cluster_range_cost(c, s->opt->n_items, blk->begin, blk->count);
+  double f = fmax(0.0, hlb_curve_compute(&cp->time, cost)); /* x ln x below one item */
   ps->c_end = ps->in_end + f * noise(s, p) * ps->c_slow;
   return hlb__evq_push(&s->q, ps->c_end, p, ps->gen, EV_COMPUTE_END);
 }
@@ -204,8 +210,10 @@ static int on_block_done(sim *s, unsigned p) {
   if (rc) return rc;
   /* What a real driver measures: wall time of each phase, so queueing on the shared node
    * link counts as transfer time. */
-  hlb_sample smp = {ps->blk, ps->c_end - ps->in_end,
-                    (ps->in_end - ps->blk.granted_s) + (s->now - ps->c_end), s->now};
+  hlb_sample smp = {.block = ps->blk,
+                    .compute_s = ps->c_end - ps->in_end,
+                    .transfer_s = (ps->in_end - ps->blk.granted_s) + (s->now - ps->c_end),
+                    .end_s = s->now};
   ps->busy_s += ps->own_xfer;
   ps->items += ps->blk.count;
   ps->state = PU_READY;
@@ -325,8 +333,15 @@ static int make_balancer(sim *s) {
     if (c->nodes[cp->node].max_items < cap) cap = c->nodes[cp->node].max_items;
     d[p] = (hlb_pu_desc){cp->name, cp->kind, t > 0 ? share / t : 0.0, 0, cap == SIZE_MAX ? 0 : cap};
   }
-  hlb_balancer_config cfg = {.n_items = o->n_items, .granularity = o->granularity, .n_pus = c->n_pus,
-                             .pus = d, .policy = o->policy, .params = o->params};
+  hlb_balancer_config cfg = {.n_items = o->n_items,
+                             .granularity = o->granularity,
+                             .n_pus = c->n_pus,
+                             .pus = d,
+                             .policy = o->policy,
+                             .params = o->params,
+                             .item_cost = s->item_cost,
+                             .n_item_cost = s->n_item_cost,
+                             .learn_item_cost = s->learn != NULL};
   int rc = hlb_balancer_create(&cfg, &s->b);
   free(d);
   return rc;
@@ -414,11 +429,17 @@ static void free_state(sim *s) {
   hlb_balancer_destroy(s->b);
 }
 
-int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result **out) {
-  int rc = check_options(c, opt);
-  if (rc) return rc;
-  sim s = {.c = c, .opt = opt, .sigma = opt->no_noise ? 0.0 : c->noise_sigma};
-  rc = alloc_result(&s);
+/* One pass; `prior` (or NULL) is the previous pass's density, `learn` (or NULL) receives this
+ * one's, both of m slices. */
+static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const double *prior,
+                    double *learn, unsigned m, hlb_sim_result **out) {
+  sim s = {.c = c,
+           .opt = opt,
+           .sigma = opt->no_noise ? 0.0 : c->noise_sigma,
+           .item_cost = prior,
+           .n_item_cost = prior ? m : 0,
+           .learn = learn};
+  int rc = alloc_result(&s);
   if (rc == 0) rc = alloc_state(&s);
   if (rc == 0) rc = hlb_sim_lower_bound(c, opt->n_items, &s.r->lower_bound_s);
   if (rc == 0) rc = make_balancer(&s);
@@ -430,6 +451,7 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
   }
   if (rc == 0) rc = run_loop(&s);
   if (rc == 0) finish_result(&s);
+  if (rc == 0 && learn) rc = hlb_balancer_item_cost(s.b, learn, m);
   free_state(&s);
   if (rc) {
     hlb_sim_result_free(s.r);
@@ -437,6 +459,27 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
   }
   *out = s.r;
   return 0;
+}
+
+int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result **out) {
+  int rc = check_options(c, opt);
+  if (rc) return rc;
+  unsigned passes = opt->passes ? opt->passes : 1, m = 1024;
+  double *cost = passes > 1 ? malloc(m * sizeof *cost) : NULL;
+  if (passes > 1 && !cost) return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  hlb_sim_options o = *opt;
+  for (unsigned k = 1; rc == 0 && k < passes; k++) { /* the passes before the measured one */
+    hlb_sim_result *r = NULL;
+    o.seed = opt->seed + k - 1;
+    o.keep_trace = 0;
+    rc = run_pass(c, &o, k > 1 ? cost : NULL, cost, m, &r);
+    hlb_sim_result_free(r);
+  }
+  o.seed = opt->seed + passes - 1;
+  o.keep_trace = opt->keep_trace;
+  if (rc == 0) rc = run_pass(c, &o, passes > 1 ? cost : NULL, NULL, m, out);
+  free(cost);
+  return rc;
 }
 
 void hlb_sim_result_free(hlb_sim_result *r) {

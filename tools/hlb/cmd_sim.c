@@ -31,7 +31,7 @@ const hlb_cli_command hlb_cmd_sim_spec = {
 
 typedef struct args {
   const char *cluster, *policy, *params, *trace;
-  size_t items, granularity, reps;
+  size_t items, granularity, reps, passes;
   uint64_t seed;
   int json, timing, no_noise, no_events, progress;
 } args;
@@ -61,6 +61,7 @@ static int parse_args(int argc, char **argv, args *a, hlb_cli_args *cli) {
   a->trace = hlb_cli_text(cli, "trace");
   a->seed = (uint64_t)hlb_cli_size(cli, "seed");
   a->reps = hlb_cli_size(cli, "sim.reps");
+  a->passes = hlb_cli_size(cli, "passes");
   a->granularity = hlb_cli_size(cli, "granularity");
   a->json = hlb_cli_flag(cli, "json");
   a->timing = hlb_cli_flag(cli, "timing");
@@ -139,7 +140,8 @@ static int simulate(const args *a, const hlb_cluster *c, const char *policy, row
                          .seed = a->seed + rep,
                          .keep_trace = a->trace && rep == 0,
                          .no_noise = a->no_noise,
-                         .no_events = a->no_events};
+                         .no_events = a->no_events,
+                         .passes = (unsigned)a->passes};
     hlb_sim_result *r = NULL;
     int rc = hlb_sim_run(c, &o, &r);
     if (rc) return hlb_cli_lib_error("sim", rc);
