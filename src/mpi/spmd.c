@@ -392,6 +392,22 @@ static int agree_on_decision(hlb_spmd *s, int rc, hlb_repart_decision *d) {
   return 0;
 }
 
+/* A rejected interval (a rank measured NaN, a negative or a zero time: include/hlb/
+ * repartition.h) is not a reason to stop the computation: the split stands, the policy counted
+ * it (stats.policy.rejected) and rank 0 says so the first time. Every rank rejects the same
+ * gathered interval, so all go on alike. */
+static int tolerate_rejected(hlb_spmd *s, int rc) {
+  if (rc != HLB_ESAMPLE) return rc;
+  size_t before = 0;
+  for (unsigned k = 0; k < HLB_REPART_REJECT_COUNT; k++)
+    before += s->stats.policy.rejected[k];
+  if (s->rank == 0 && before == 0)
+    fprintf(stderr, "hlb spmd: interval %u: %s (further ones are only counted)\n",
+            s->stats.intervals, hlb_last_error());
+  s->policy->stats(s->policy_state, &s->stats.policy);
+  return 0;
+}
+
 static int end_of_interval(hlb_spmd *s, int *changed) {
   hlb_rank_interval mine = hlb__monitor_take(&s->monitor, s->counts[s->rank]);
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, s->gathered, (int)sizeof mine, MPI_BYTE,
@@ -408,8 +424,10 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
   if (rc) return rc;
   hlb_repart_decision d = {0};
   rc = s->policy->decide(s->policy_state, s->gathered, s->counts, s->new_counts, &d);
+  rc = tolerate_rejected(s, rc);
   rc = agree_on_decision(s, rc, &d);
   if (rc) return rc;
+  s->policy->stats(s->policy_state, &s->stats.policy);
   s->stats.last = d;
   if (s->log) log_interval(s, &d);
   if (s->rank == 0) {
