@@ -9,6 +9,7 @@
 #include "common/options_internal.h"
 #include "mpi/spmd_internal.h"
 #include "policy/lookup.h"
+#include "mpi/liveness.h"
 #include "mpi/monitor.h"
 #include "mpi/redistribute.h"
 #include "mpi/spmd_trace.h"
@@ -22,6 +23,7 @@
 struct hlb_spmd {
   MPI_Comm comm; /* a duplicate: hlb's collectives never match the application's */
   int rank, size;
+  int live; /* hlb__live_start succeeded: destroy stops it */
   size_t rows;
   size_t *counts, *displs, *new_counts, *new_displs;
   hlb_spmd_options opt;
@@ -170,6 +172,13 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
     hlb_spmd_destroy(s);
     return rc;
   }
+  /* From here a stopped or hung rank ends the job within HLB_MPI_TIMEOUT (liveness.h). */
+  rc = hlb__live_start(s->comm);
+  if (rc) {
+    hlb_spmd_destroy(s);
+    return rc;
+  }
+  s->live = 1;
   s->log = hlb__option_env_bool("spmd-log");
   hlb__monitor_init(&s->monitor, s->opt.use_papi);
   s->stats.papi = hlb__monitor_has_papi(&s->monitor);
@@ -192,6 +201,7 @@ void hlb_spmd_destroy(hlb_spmd *s) {
   hlb__spmd_trace_free(&s->trace);
   if (s->policy && s->policy_state) s->policy->fini(s->policy_state);
   hlb__monitor_fini(&s->monitor);
+  if (s->live) hlb__live_stop();
   if (s->comm != MPI_COMM_NULL && s->comm) MPI_Comm_free(&s->comm);
   free(s->counts);
   free(s->displs);
