@@ -110,6 +110,9 @@ typedef struct hlb_spmd_stats {
   /* Intervals in which this rank's policy decided differently from rank 0's; every rank
    * acts on rank 0's decision (the ranks' floating point may differ in the last bit). */
   unsigned decision_mismatches;
+  /* This rank's policy: intervals decided, and intervals rejected for unusable measurements
+   * (the split stands for those; include/hlb/repartition.h). */
+  hlb_repart_stats policy;
 } hlb_spmd_stats;
 HLB_EXTERN void hlb_spmd_stats_get(const hlb_spmd *s, hlb_spmd_stats *out);
 

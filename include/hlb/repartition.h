@@ -46,6 +46,25 @@ typedef struct hlb_repart_decision {
   double predicted_gain_s; /* policy's estimate of time saved by rebalancing (0 if unknown) */
 } hlb_repart_decision;
 
+/* Why a sampling interval's measurements were rejected. A policy rejects the whole interval
+ * when any rank's values are unusable, because every decision compares all ranks. */
+typedef enum hlb_repart_reject {
+  HLB_REPART_REJECT_NAN = 0,  /* real_s, cpu_s, comm_s or work is NaN */
+  HLB_REPART_REJECT_INF,      /* one of them is infinite */
+  HLB_REPART_REJECT_NEGATIVE, /* one of them is < 0 */
+  HLB_REPART_REJECT_ZERO,     /* real_s is 0 or iterations is 0: nothing was measured */
+  HLB_REPART_REJECT_COUNT
+} hlb_repart_reject;
+
+/* Short name of a reason ("nan", "inf", "negative", "zero"). */
+HLB_EXTERN const char *hlb_repart_reject_name(hlb_repart_reject r);
+
+/* What one policy state has seen, the same for every policy. */
+typedef struct hlb_repart_stats {
+  size_t decisions;                         /* decide() calls whose measurements were used */
+  size_t rejected[HLB_REPART_REJECT_COUNT]; /* intervals rejected, by the first bad value */
+} hlb_repart_stats;
+
 typedef struct hlb_repart_ops {
   uint32_t abi_version; /* HLB_POLICY_ABI_VERSION */
   uint32_t struct_size; /* sizeof(hlb_repart_ops) */
@@ -53,14 +72,25 @@ typedef struct hlb_repart_ops {
   const char *description;
   const hlb_param_def *params;
   unsigned n_params;
+  /* The state keeps copies of what it needs from ctx (param, row_weights): the caller may free
+   * or change its arrays as soon as init returns. */
   int (*init)(const hlb_repart_ctx *ctx, void **state);
-  /* iv[r] for every rank r; counts[r] the current rows of r. Fill new_counts (sum equal to
-   * total_rows) and *d. Must be deterministic: every rank calls it with the same inputs. */
+  /* iv[r] for every rank r; counts[r] the current rows of r (sum equal to total_rows, else
+   * HLB_EINVAL). Fills every field of *d and new_counts (sum equal to total_rows); keeps no
+   * pointer to iv, counts or new_counts. Must be deterministic: the same inputs in the same
+   * order give the same outputs on every rank and in every fresh state. Measurements with a
+   * NaN, infinite or negative time or work, a zero wall time or no iterations reject the whole
+   * interval: new_counts = counts, d->rebalance = 0, the state learns nothing from it, the
+   * reason is counted (stats) and HLB_ESAMPLE is returned, with hlb_last_error() naming the
+   * rank, the field and its value. Such an interval is not fatal to the caller. Ranks that
+   * measure the same time for their rows (a balanced split) keep their counts. */
   int (*decide)(void *state, const hlb_rank_interval *iv, const size_t *counts, size_t *new_counts,
                 hlb_repart_decision *d);
   /* Optional: the last rebalance took `seconds` on the slowest rank (for cost-aware policies). */
   void (*rebalanced)(void *state, double seconds);
   void (*fini)(void *state);
+  /* What this state has seen (required; tests/contract/test_repart_contract.c checks it). */
+  void (*stats)(const void *state, hlb_repart_stats *out);
 } hlb_repart_ops;
 
 HLB_EXTERN unsigned hlb_repart_count(void);

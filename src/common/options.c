@@ -1,9 +1,11 @@
 /* The options table (include/hlb/options.h; rows in options.def). Every environment variable
  * hlb reads is read here, through hlb_option_env(), so the table cannot miss one. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/error_internal.h"
 #include "common/options_internal.h"
 #include "hlb/options.h"
 
@@ -51,4 +53,17 @@ int hlb__option_env_bool(const char *name) {
   const char *v = hlb__option_env(name);
   return v && strcmp(v, "0") && strcasecmp(v, "no") && strcasecmp(v, "false") &&
          strcasecmp(v, "off");
+}
+
+int hlb__option_env_number(const char *name, double *out) {
+  const hlb_option_def *o = hlb_option_find(name);
+  if (!o) return hlb__error(HLB_EINVAL, "options: no option named %s", name);
+  const char *v = hlb_option_env(o), *text = v ? v : o->def;
+  char *end = NULL;
+  double d = text ? strtod(text, &end) : NAN;
+  if (!text || end == text || *end || !(d >= o->lo && d <= o->hi))
+    return hlb__error(HLB_EINVAL, "%s=%s: expected a number of %s in [%g, %g]",
+                      o->env ? o->env : o->name, text ? text : "(unset)", o->arg, o->lo, o->hi);
+  *out = d;
+  return 0;
 }

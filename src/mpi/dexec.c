@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/error_internal.h"
+#include "common/options_internal.h"
 #include "exec/backend.h"
 #include "hlb/mpi.h"
 
@@ -30,7 +31,7 @@
  * replies and their input data come back. Messages with one tag between two ranks arrive in
  * order (MPI's non-overtaking rule), so a header is always followed by its own data. */
 enum { TAG_REQ = 0x4c01, TAG_OUT = 0x4c02, TAG_REPLY = 0x4c03, TAG_IN = 0x4c04 };
-enum { MSG_NEXT = 1, MSG_DONE, MSG_FAIL, MSG_BYE };
+enum { MSG_NEXT = 1, MSG_DONE, MSG_FAIL, MSG_BYE, MSG_ALIVE };
 enum { REP_GRANT = 1, REP_STOP };
 
 /* Blocks one remote PU can hold at once: the one computing and the one requested ahead. */
@@ -39,6 +40,10 @@ enum { REP_GRANT = 1, REP_STOP };
  * the cores to the kernels. */
 #define DX_IDLE_S 50e-6
 #define DX_TEXT 200
+/* Heartbeats per HLB_MPI_TIMEOUT: a rank is declared silent after missing about four. */
+#define DX_BEATS 4
+/* ... but at least one per second, so a stop shows within a second of the timeout. */
+#define DX_BEAT_MAX_S 1.0
 
 typedef struct req_msg {
   int32_t type, g, retire, pad;
@@ -119,16 +124,22 @@ typedef struct dx {
   int *grank, *gusable, *gbpu;
   double *gsetup;
   unsigned *gof_b, nb, n_remote;
-  hlb_balancer *b;       /* mu */
-  remote_pu *rem;        /* mu */
-  hlb_exec_pu_stats *st; /* mu */
-  unsigned byes;                          /* calling thread only */
-  int changed;                            /* a done/fail since the last retry; mu */
-  double t0, last_end;                    /* last_end: mu */
-  int error;                              /* first fatal error of the run; mu */
-  char error_text[512], fail_text[512];   /* mu */
+  hlb_balancer *b;                      /* mu */
+  remote_pu *rem;                       /* mu */
+  hlb_exec_pu_stats *st;                /* mu */
+  unsigned byes;                        /* calling thread only */
+  int changed;                          /* a done/fail since the last retry; mu */
+  double t0, last_end;                  /* last_end: mu */
+  int error;                            /* first fatal error of the run; mu */
+  char error_text[512], fail_text[512]; /* mu */
   double setup_s;
   size_t bytes_to, bytes_from, remote_blocks; /* calling thread only */
+  /* Liveness (HLB_MPI_TIMEOUT, rank 0's value on every rank); calling thread only. Ranks > 0
+   * send MSG_ALIVE every beat while their drivers work; rank 0 ends the job when a rank with
+   * PUs still working is silent for timeout_s (docs/reliability.md, "MPI faults"). */
+  double timeout_s, last_beat;
+  double *heard;              /* rank 0: when each rank's last message arrived */
+  unsigned *byes_of, *pus_of; /* rank 0: BYEs from each rank, and its PUs that will say BYE */
 } dx;
 
 static double rel_now(const dx *x) {
@@ -521,6 +532,8 @@ static int serve_one(dx *x) {
       x, MPI_Recv(&q, (int)sizeof q, MPI_BYTE, st.MPI_SOURCE, TAG_REQ, x->comm, MPI_STATUS_IGNORE),
       "MPI_Recv of a request", st.MPI_SOURCE);
   q.text[DX_TEXT - 1] = '\0';
+  x->heard[st.MPI_SOURCE] = hlb__now();
+  if (q.type == MSG_ALIVE) return 1;
   unsigned g = (unsigned)q.g;
   if (g >= x->n_global || x->grank[g] != st.MPI_SOURCE || st.MPI_SOURCE == 0) {
     fprintf(stderr, "hlb_mpi_run: rank 0: rank %d sent a request for pu %d it does not own\n",
@@ -533,8 +546,10 @@ static int serve_one(dx *x) {
     serve_done(x, g, &q, st.MPI_SOURCE);
   else if (q.type == MSG_FAIL)
     serve_fail(x, g, &q);
-  else
+  else {
     x->byes++;
+    x->byes_of[st.MPI_SOURCE]++;
+  }
   return 1;
 }
 
@@ -553,8 +568,52 @@ static void retry_pending(dx *x) {
   }
 }
 
+/* Rank 0: the per-rank tables of the liveness check; every rank counts as heard now. */
+static void watch_start(dx *x) {
+  x->heard = calloc((size_t)x->size, sizeof *x->heard);
+  x->byes_of = calloc((size_t)x->size, sizeof *x->byes_of);
+  x->pus_of = calloc((size_t)x->size, sizeof *x->pus_of);
+  if (!x->heard || !x->byes_of || !x->pus_of) {
+    fprintf(stderr, "hlb_mpi_run: rank 0: out of memory for the liveness of %d ranks\n", x->size);
+    MPI_Abort(x->comm, 1);
+  }
+  double now = hlb__now();
+  for (int r = 0; r < x->size; r++)
+    x->heard[r] = now;
+  for (unsigned g = 0; g < x->n_global; g++)
+    if (x->grank[g] != 0 && x->gbpu[g] >= 0) x->pus_of[x->grank[g]]++;
+}
+
+static void watch_stop(dx *x) {
+  free(x->heard);
+  free(x->byes_of);
+  free(x->pus_of);
+  x->heard = NULL;
+  x->byes_of = x->pus_of = NULL;
+}
+
+/* Rank 0: a rank whose PUs still work but that sent nothing, not even a heartbeat, for
+ * timeout_s is stopped, hung or cut off. Its blocks cannot be taken back safely (it may
+ * still send their output), and with Open MPI the job cannot shrink: end it, naming the rank,
+ * rather than wait for ever. */
+static void check_silent(dx *x) {
+  double now = hlb__now();
+  for (int r = 1; r < x->size; r++) {
+    double silent = now - x->heard[r];
+    if (x->byes_of[r] >= x->pus_of[r] || silent <= x->timeout_s) continue;
+    fprintf(stderr,
+            "hlb_mpi_run: rank 0: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while "
+            "%u of its PUs were working: it is stopped, hung or unreachable; aborting the job\n",
+            r, silent, x->timeout_s, x->pus_of[r] - x->byes_of[r]);
+    fflush(stderr);
+    MPI_Abort(x->comm, 1);
+  }
+}
+
 static void serve_loop(dx *x) {
+  watch_start(x);
   for (;;) {
+    check_silent(x);
     int act = 0;
     while (serve_one(x))
       act = 1;
@@ -563,9 +622,10 @@ static void serve_loop(dx *x) {
     pthread_mutex_lock(&x->mu);
     int over = x->drivers_alive == 0 && x->byes == x->n_remote;
     pthread_mutex_unlock(&x->mu);
-    if (over && !x->sending) return;
+    if (over && !x->sending) break;
     if (!act) sleep_s(DX_IDLE_S);
   }
+  watch_stop(x);
 }
 
 /* ---- Ranks > 0: drivers and the communication thread --------------------------------- */
@@ -705,13 +765,28 @@ static int receive_reply(dx *x) {
   return 1;
 }
 
+/* Ranks > 0: tell rank 0 this process is alive, also while its PUs compute a long block. Only
+ * while drivers work, and before the queue taken with that count is sent, so no heartbeat
+ * follows this rank's last BYE (rank 0 stops listening after it). */
+static void heartbeat(dx *x, int working) {
+  double now = hlb__now(), beat = fmin(x->timeout_s / DX_BEATS, DX_BEAT_MAX_S);
+  if (!working || now - x->last_beat < beat) return;
+  x->last_beat = now;
+  out_msg *m = new_msg(1, 0);
+  m->h.req.type = MSG_ALIVE;
+  start_send(x, m);
+}
+
 static void comm_loop(dx *x) {
+  x->last_beat = hlb__now();
   for (;;) {
     pthread_mutex_lock(&x->mu);
     out_msg *q = x->q_head;
     x->q_head = x->q_tail = NULL;
-    int over = x->drivers_alive == 0 && !q;
+    int working = x->drivers_alive > 0;
+    int over = !working && !q;
     pthread_mutex_unlock(&x->mu);
+    heartbeat(x, working);
     int act = q != NULL;
     while (q) {
       out_msg *next = q->next;
@@ -762,6 +837,7 @@ typedef struct dx_params {
   uint64_t n_items, in_b, out_b, granularity, min_block, shared_bytes[HLB_EXEC_MAX_SHARED];
   uint32_t n_shared, max_failures, inject_from, inject_count;
   int32_t inject_pu, pad;
+  double timeout_s;
 } dx_params;
 
 static void share_params(dx *x) {
@@ -776,7 +852,8 @@ static void share_params(dx *x) {
                     .max_failures = x->opt.max_failures,
                     .inject_from = x->opt.inject_from,
                     .inject_count = x->opt.inject_count,
-                    .inject_pu = x->opt.inject_pu};
+                    .inject_pu = x->opt.inject_pu,
+                    .timeout_s = x->timeout_s};
     for (unsigned i = 0; i < x->cl.n_shared; i++)
       p.shared_bytes[i] = x->cl.shared[i].bytes;
   }
@@ -790,6 +867,7 @@ static void share_params(dx *x) {
   x->opt.inject_pu = p.inject_pu;
   x->opt.inject_from = p.inject_from;
   x->opt.inject_count = p.inject_count;
+  x->timeout_s = p.timeout_s;
   x->cl.n_shared = p.n_shared;
   for (unsigned i = 0; i < p.n_shared; i++)
     x->cl.shared[i].bytes = p.shared_bytes[i];
@@ -1170,7 +1248,10 @@ int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
     x->opt = *opt;
   else
     hlb_exec_options_default(&x->opt);
-  rc = agree(x, check_local(x, local_pus, n_local, cl, n_items), "its argument checks");
+  rc = check_local(x, local_pus, n_local, cl, n_items);
+  /* Rank 0's HLB_MPI_TIMEOUT holds for all (share_params): one bound for the whole job. */
+  if (rc == 0 && x->rank == 0) rc = hlb__option_env_number("mpi-timeout", &x->timeout_s);
+  rc = agree(x, rc, "its argument checks");
   if (rc == 0) rc = layout(x, local_pus);
   if (rc == 0) rc = setup(x);
   if (rc == 0) {

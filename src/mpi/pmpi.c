@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include "hlb/export.h"
+#include "mpi/liveness.h"
 #include "mpi/monitor.h"
 
 #define TIMED(call)                                                                                \
@@ -23,6 +24,18 @@
     int rc_ = call;                                                                                \
     hlb__mpi_comm_s += PMPI_Wtime() - t0_;                                                         \
     return rc_;                                                                                    \
+  } while (0)
+
+/* While an hlb_spmd exists, a blocking collective is its non-blocking form and a bounded wait
+ * (liveness.h), so a stopped rank cannot hang the others in it. */
+#define BOUNDED(name, start)                                                                       \
+  do {                                                                                             \
+    if (hlb__live_on) {                                                                            \
+      MPI_Request rq_;                                                                             \
+      int src_ = start;                                                                            \
+      if (src_ != MPI_SUCCESS) return src_;                                                        \
+      TIMED(hlb__live_wait(&rq_, name));                                                           \
+    }                                                                                              \
   } while (0)
 
 HLB_EXTERN int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
@@ -52,6 +65,7 @@ HLB_EXTERN int MPI_Waitall(int count, MPI_Request requests[], MPI_Status *status
 
 HLB_EXTERN int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                              MPI_Comm comm) {
+  BOUNDED("MPI_Allreduce", PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, &rq_));
   TIMED(PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm));
 }
 
@@ -61,21 +75,26 @@ HLB_EXTERN int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype 
 }
 
 HLB_EXTERN int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+  BOUNDED("MPI_Bcast", PMPI_Ibcast(buf, count, dt, root, comm, &rq_));
   TIMED(PMPI_Bcast(buf, count, dt, root, comm));
 }
 
 HLB_EXTERN int MPI_Barrier(MPI_Comm comm) {
+  BOUNDED("MPI_Barrier", PMPI_Ibarrier(comm, &rq_));
   TIMED(PMPI_Barrier(comm));
 }
 
 HLB_EXTERN int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                              MPI_Datatype rdt, MPI_Comm comm) {
+  BOUNDED("MPI_Allgather", PMPI_Iallgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, &rq_));
   TIMED(PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm));
 }
 
 HLB_EXTERN int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                               const int rcounts[], const int displs[], MPI_Datatype rdt,
                               MPI_Comm comm) {
+  BOUNDED("MPI_Allgatherv",
+          PMPI_Iallgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, &rq_));
   TIMED(PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm));
 }
 
@@ -87,6 +106,8 @@ HLB_EXTERN int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void
 HLB_EXTERN int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
                              MPI_Datatype sdt, void *rbuf, const int rcounts[], const int rdispls[],
                              MPI_Datatype rdt, MPI_Comm comm) {
+  BOUNDED("MPI_Alltoallv",
+          PMPI_Ialltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, &rq_));
   TIMED(PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm));
 }
 

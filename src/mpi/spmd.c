@@ -9,6 +9,7 @@
 #include "common/options_internal.h"
 #include "mpi/spmd_internal.h"
 #include "policy/lookup.h"
+#include "mpi/liveness.h"
 #include "mpi/monitor.h"
 #include "mpi/redistribute.h"
 #include "mpi/spmd_trace.h"
@@ -22,6 +23,7 @@
 struct hlb_spmd {
   MPI_Comm comm; /* a duplicate: hlb's collectives never match the application's */
   int rank, size;
+  int live; /* hlb__live_start succeeded: destroy stops it */
   size_t rows;
   size_t *counts, *displs, *new_counts, *new_displs;
   hlb_spmd_options opt;
@@ -170,6 +172,13 @@ int hlb_spmd_create(MPI_Comm comm, size_t rows, const hlb_spmd_options *opt, hlb
     hlb_spmd_destroy(s);
     return rc;
   }
+  /* From here a stopped or hung rank ends the job within HLB_MPI_TIMEOUT (liveness.h). */
+  rc = hlb__live_start(s->comm);
+  if (rc) {
+    hlb_spmd_destroy(s);
+    return rc;
+  }
+  s->live = 1;
   s->log = hlb__option_env_bool("spmd-log");
   hlb__monitor_init(&s->monitor, s->opt.use_papi);
   s->stats.papi = hlb__monitor_has_papi(&s->monitor);
@@ -192,6 +201,7 @@ void hlb_spmd_destroy(hlb_spmd *s) {
   hlb__spmd_trace_free(&s->trace);
   if (s->policy && s->policy_state) s->policy->fini(s->policy_state);
   hlb__monitor_fini(&s->monitor);
+  if (s->live) hlb__live_stop();
   if (s->comm != MPI_COMM_NULL && s->comm) MPI_Comm_free(&s->comm);
   free(s->counts);
   free(s->displs);
@@ -392,6 +402,22 @@ static int agree_on_decision(hlb_spmd *s, int rc, hlb_repart_decision *d) {
   return 0;
 }
 
+/* A rejected interval (a rank measured NaN, a negative or a zero time: include/hlb/
+ * repartition.h) is not a reason to stop the computation: the split stands, the policy counted
+ * it (stats.policy.rejected) and rank 0 says so the first time. Every rank rejects the same
+ * gathered interval, so all go on alike. */
+static int tolerate_rejected(hlb_spmd *s, int rc) {
+  if (rc != HLB_ESAMPLE) return rc;
+  size_t before = 0;
+  for (unsigned k = 0; k < HLB_REPART_REJECT_COUNT; k++)
+    before += s->stats.policy.rejected[k];
+  if (s->rank == 0 && before == 0)
+    fprintf(stderr, "hlb spmd: interval %u: %s (further ones are only counted)\n",
+            s->stats.intervals, hlb_last_error());
+  s->policy->stats(s->policy_state, &s->stats.policy);
+  return 0;
+}
+
 static int end_of_interval(hlb_spmd *s, int *changed) {
   hlb_rank_interval mine = hlb__monitor_take(&s->monitor, s->counts[s->rank]);
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, s->gathered, (int)sizeof mine, MPI_BYTE,
@@ -408,8 +434,10 @@ static int end_of_interval(hlb_spmd *s, int *changed) {
   if (rc) return rc;
   hlb_repart_decision d = {0};
   rc = s->policy->decide(s->policy_state, s->gathered, s->counts, s->new_counts, &d);
+  rc = tolerate_rejected(s, rc);
   rc = agree_on_decision(s, rc, &d);
   if (rc) return rc;
+  s->policy->stats(s->policy_state, &s->stats.policy);
   s->stats.last = d;
   if (s->log) log_interval(s, &d);
   if (s->rank == 0) {

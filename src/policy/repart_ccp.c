@@ -20,7 +20,7 @@
 #define WINDOW_MAX 16
 
 typedef struct chain_state {
-  hlb_repart_ctx ctx;
+  hlb__repart_base base; /* first: copies of the context, stats */
   double *w, *prefix, *speed, *load, *history, *work;
   size_t *offsets, *new_offsets;
   unsigned filled; /* intervals in history so far (at most the window) */
@@ -29,6 +29,7 @@ typedef struct chain_state {
 static void chain_fini(void *state) {
   chain_state *s = state;
   if (!s) return;
+  hlb__repart_base_fini(&s->base);
   free(s->w);
   free(s->prefix);
   free(s->speed);
@@ -40,11 +41,11 @@ static void chain_fini(void *state) {
   free(s);
 }
 
-static int chain_init(const hlb_repart_ctx *ctx, void **state) {
+/* Both policies share this state; `ops` names the one being made. */
+static int chain_init(const hlb_repart_ops *ops, const hlb_repart_ctx *ctx, void **state) {
   chain_state *s = calloc(1, sizeof *s);
   size_t m = ctx->total_rows, n = ctx->n_ranks;
   if (s) {
-    s->ctx = *ctx;
     s->w = malloc(m * sizeof *s->w);
     s->prefix = malloc((m + 1) * sizeof *s->prefix);
     s->speed = malloc(n * sizeof *s->speed);
@@ -57,17 +58,33 @@ static int chain_init(const hlb_repart_ctx *ctx, void **state) {
   if (!s || !s->w || !s->prefix || !s->speed || !s->load || !s->history || !s->work ||
       !s->offsets || !s->new_offsets) {
     chain_fini(s);
-    return hlb__error(HLB_ENOMEM, "ccp repartition: out of memory for %zu rows", m);
+    return hlb__error(HLB_ENOMEM, "%s repartition: out of memory for %zu rows", ops->name, m);
+  }
+  /* s->w is this state's copy of the weights, so the base keeps none. */
+  int rc = hlb__repart_base_init(&s->base, ops, ctx, 0);
+  if (rc) {
+    chain_fini(s);
+    return rc;
   }
   for (size_t i = 0; i < m; i++)
     s->w[i] = ctx->row_weights ? ctx->row_weights[i] : 1.0;
-  int rc = hlb_ccp_prefix(s->w, m, s->prefix);
+  rc = hlb_ccp_prefix(s->w, m, s->prefix);
   if (rc) {
     chain_fini(s);
     return rc;
   }
   *state = s;
   return 0;
+}
+
+extern const hlb_repart_ops hlb__repart_ccp, hlb__repart_diffusive;
+
+static int ccp_init(const hlb_repart_ctx *ctx, void **state) {
+  return chain_init(&hlb__repart_ccp, ctx, state);
+}
+
+static int diffusive_init(const hlb_repart_ctx *ctx, void **state) {
+  return chain_init(&hlb__repart_diffusive, ctx, state);
 }
 
 static void to_offsets(const size_t *counts, unsigned n, size_t *offsets) {
@@ -93,7 +110,9 @@ static const hlb_param_def ccp_params[CCP_COUNT] = {
 static int ccp_decide(void *state, const hlb_rank_interval *iv, const size_t *counts,
                       size_t *new_counts, hlb_repart_decision *d) {
   chain_state *s = state;
-  unsigned n = s->ctx.n_ranks;
+  unsigned n = s->base.ctx.n_ranks;
+  int rc = hlb__repart_admit(&s->base, iv, counts, new_counts, d);
+  if (rc) return rc;
   to_offsets(counts, n, s->offsets);
   double slowest = 0.0;
   for (unsigned r = 0; r < n; r++) {
@@ -109,15 +128,12 @@ static int ccp_decide(void *state, const hlb_rank_interval *iv, const size_t *co
     if (s->speed[r] > 0.0 && s->speed[r] < min_speed) min_speed = s->speed[r];
   for (unsigned r = 0; r < n; r++)
     if (!(s->speed[r] > 0.0)) s->speed[r] = isfinite(min_speed) ? min_speed : 1.0;
-  d->imbalance = hlb__repart_imbalance(iv, n);
-  d->rebalance = 0;
-  memcpy(new_counts, counts, n * sizeof *counts);
   double bottleneck = 0.0;
-  int rc =
-      hlb_ccp_solve_prefix(s->prefix, s->ctx.total_rows, s->speed, n, s->new_offsets, &bottleneck);
+  rc = hlb_ccp_solve_prefix(s->prefix, s->base.ctx.total_rows, s->speed, n, s->new_offsets,
+                            &bottleneck);
   if (rc) return rc;
   d->predicted_gain_s = slowest > bottleneck ? slowest - bottleneck : 0.0;
-  if (!(slowest > 0.0) || d->predicted_gain_s / slowest <= s->ctx.param[CCP_GAIN]) return 0;
+  if (!(slowest > 0.0) || d->predicted_gain_s / slowest <= s->base.ctx.param[CCP_GAIN]) return 0;
   to_counts(s->new_offsets, n, new_counts);
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
   return 0;
@@ -131,9 +147,10 @@ const hlb_repart_ops hlb__repart_ccp = {
         "exact chains-on-chains split of weighted rows for measured speeds (Issakhov et al.)",
     .params = ccp_params,
     .n_params = CCP_COUNT,
-    .init = chain_init,
+    .init = ccp_init,
     .decide = ccp_decide,
     .fini = chain_fini,
+    .stats = hlb__repart_base_stats,
 };
 
 /* ---- diffusive ------------------------------------------------------------------------------ */
@@ -154,7 +171,9 @@ static const hlb_param_def diffusive_params[DIF_COUNT] = {
 static int diffusive_decide(void *state, const hlb_rank_interval *iv, const size_t *counts,
                             size_t *new_counts, hlb_repart_decision *d) {
   chain_state *s = state;
-  unsigned n = s->ctx.n_ranks, window = (unsigned)s->ctx.param[DIF_WINDOW];
+  unsigned n = s->base.ctx.n_ranks, window = (unsigned)s->base.ctx.param[DIF_WINDOW];
+  int rc = hlb__repart_admit(&s->base, iv, counts, new_counts, d);
+  if (rc) return rc;
   /* Shift each rank's history and add this interval's compute time per iteration. */
   for (unsigned r = 0; r < n; r++) {
     double *h = s->history + (size_t)r * WINDOW_MAX;
@@ -163,26 +182,23 @@ static int diffusive_decide(void *state, const hlb_rank_interval *iv, const size
   }
   s->filled = s->filled < window ? s->filled + 1 : window;
   for (unsigned r = 0; r < n; r++) {
-    int rc = hlb_truncated_mean(s->history + (size_t)r * WINDOW_MAX, s->filled,
-                                HLB_TRUNCATED_MEAN_TRIM, s->work, &s->load[r]);
+    rc = hlb_truncated_mean(s->history + (size_t)r * WINDOW_MAX, s->filled, HLB_TRUNCATED_MEAN_TRIM,
+                            s->work, &s->load[r]);
     if (rc) return rc;
   }
   hlb_imbalance imb;
-  int rc = hlb_imbalance_compute(s->load, n, &imb);
+  rc = hlb_imbalance_compute(s->load, n, &imb);
   if (rc) return rc;
-  d->imbalance = hlb__repart_imbalance(iv, n);
   d->predicted_gain_s = imb.time;
-  d->rebalance = 0;
-  memcpy(new_counts, counts, n * sizeof *counts);
-  if (imb.percent <= s->ctx.param[DIF_IMBALANCE]) return 0;
+  if (imb.percent <= s->base.ctx.param[DIF_IMBALANCE]) return 0;
   to_offsets(counts, n, s->offsets);
   hlb_diffusive_options opt;
   hlb_diffusive_options_default(&opt);
-  opt.f_penalty = s->ctx.param[DIF_PENALTY];
+  opt.f_penalty = s->base.ctx.param[DIF_PENALTY];
   opt.power = HLB_POWER_MEASURED;
   opt.power_mix = 1; /* stable for the large speed ratios of shared cores */
-  rc = hlb_diffusive_step(s->w, s->ctx.total_rows, s->load, n, s->offsets, &opt, s->new_offsets,
-                          NULL);
+  rc = hlb_diffusive_step(s->w, s->base.ctx.total_rows, s->load, n, s->offsets, &opt,
+                          s->new_offsets, NULL);
   if (rc) return rc;
   to_counts(s->new_offsets, n, new_counts);
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
@@ -197,7 +213,8 @@ const hlb_repart_ops hlb__repart_diffusive = {
     .description = "Issakhov et al.'s diffusive offset refinement with truncated-mean loads",
     .params = diffusive_params,
     .n_params = DIF_COUNT,
-    .init = chain_init,
+    .init = diffusive_init,
     .decide = diffusive_decide,
     .fini = chain_fini,
+    .stats = hlb__repart_base_stats,
 };

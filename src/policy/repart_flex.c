@@ -27,11 +27,22 @@ static const hlb_param_def flex_params[P_COUNT] = {
 };
 
 typedef struct flex_state {
-  hlb_repart_ctx ctx;
+  hlb__repart_base base; /* first: copies of the context, stats */
   unsigned k;
   unsigned nondedicated_run; /* consecutive non-dedicated intervals so far */
   double *speed;
 } flex_state;
+
+extern const hlb_repart_ops hlb__repart_flex;
+
+static void flex_fini(void *state) {
+  flex_state *s = state;
+  if (s) {
+    hlb__repart_base_fini(&s->base);
+    free(s->speed);
+  }
+  free(s);
+}
 
 static int flex_init(const hlb_repart_ctx *ctx, void **state) {
   flex_state *s = calloc(1, sizeof *s);
@@ -41,9 +52,13 @@ static int flex_init(const hlb_repart_ctx *ctx, void **state) {
     free(speed);
     return hlb__error(HLB_ENOMEM, "flex: out of memory for %u ranks", ctx->n_ranks);
   }
-  s->ctx = *ctx;
-  s->k = (unsigned)ctx->param[P_K];
   s->speed = speed;
+  int rc = hlb__repart_base_init(&s->base, &hlb__repart_flex, ctx, 0);
+  if (rc) {
+    flex_fini(s);
+    return rc;
+  }
+  s->k = (unsigned)ctx->param[P_K];
   *state = s;
   return 0;
 }
@@ -51,30 +66,22 @@ static int flex_init(const hlb_repart_ctx *ctx, void **state) {
 static int flex_decide(void *state, const hlb_rank_interval *iv, const size_t *counts,
                        size_t *new_counts, hlb_repart_decision *d) {
   flex_state *s = state;
-  unsigned n = s->ctx.n_ranks;
+  const hlb_repart_ctx *ctx = &s->base.ctx;
+  unsigned n = ctx->n_ranks;
+  int rc = hlb__repart_admit(&s->base, iv, counts, new_counts, d);
+  if (rc) return rc;
   int dedicated = 1;
   for (unsigned r = 0; r < n; r++)
-    dedicated &= hlb__repart_dedicated(&iv[r], s->ctx.param[P_TH1]);
+    dedicated &= hlb__repart_dedicated(&iv[r], ctx->param[P_TH1]);
   s->nondedicated_run = dedicated ? 0 : s->nondedicated_run + 1;
   d->dedicated = dedicated;
   d->long_term_load = !dedicated && s->nondedicated_run >= s->k;
-  d->imbalance = hlb__repart_imbalance(iv, n);
-  d->predicted_gain_s = 0.0;
-  d->rebalance = 0;
-  for (unsigned r = 0; r < n; r++)
-    new_counts[r] = counts[r];
-  if (!(dedicated || d->long_term_load) || d->imbalance <= s->ctx.param[P_TH2]) return 0;
+  if (!(dedicated || d->long_term_load) || d->imbalance <= ctx->param[P_TH2]) return 0;
   hlb__repart_speeds(iv, n, s->speed);
-  int rc = hlb_split_proportional(s->speed, n, s->ctx.total_rows, new_counts);
+  rc = hlb_split_proportional(s->speed, n, ctx->total_rows, new_counts);
   if (rc) return rc;
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
   return 0;
-}
-
-static void flex_fini(void *state) {
-  flex_state *s = state;
-  if (s) free(s->speed);
-  free(s);
 }
 
 const hlb_repart_ops hlb__repart_flex = {
@@ -88,4 +95,5 @@ const hlb_repart_ops hlb__repart_flex = {
     .init = flex_init,
     .decide = flex_decide,
     .fini = flex_fini,
+    .stats = hlb__repart_base_stats,
 };

@@ -79,9 +79,9 @@ static const hlb_param_def hlb_params[P_COUNT] = {
 };
 
 typedef struct hlb_repart_state {
-  hlb_repart_ctx ctx;
-  double last_cost_s; /* measured cost of the last redistribution; 0 before the first */
-  double *speed;      /* work per busy second of each rank, of the interval or window judged */
+  hlb__repart_base base; /* first: copies of the context and the row weights, stats */
+  double last_cost_s;    /* measured cost of the last redistribution; 0 before the first */
+  double *speed;         /* work per busy second of each rank, of the interval or window judged */
   unsigned char *shared, *shared_then, *shared_before; /* per rank: this interval, at the
                                         last move (or start), the previous interval */
   unsigned changed_run; /* consecutive intervals with the same states, differing from then */
@@ -99,10 +99,10 @@ typedef struct hlb_repart_state {
   int frozen;            /* a move was undone: no moves from averages until the load changes */
   unsigned from_average; /* moves from averages since the last change of load */
   unsigned moves;        /* redistributions since the last change of load, undos included */
-  double *own_weights;   /* the copy of ctx.row_weights this state reads (NULL: uniform) */
 } hlb_repart_state;
 
 static void hlbr_fini(void *state);
+extern const hlb_repart_ops hlb__repart_hlb;
 
 static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
   hlb_repart_state *s = calloc(1, sizeof *s);
@@ -127,18 +127,12 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
   s->target = s->then_busy + n;
   s->shared_then = s->shared + n;
   s->shared_before = s->shared_then + n;
-  s->ctx = *ctx;
   /* The caller may free or change its weights after init (hlb_spmd_set_row_weights does):
-   * keep a copy of what this state uses. */
-  if (ctx->row_weights) {
-    double *w = malloc(ctx->total_rows * sizeof *w);
-    if (!w) {
-      hlbr_fini(s);
-      return hlb__error(HLB_ENOMEM, "hlb repartition: out of memory for %zu row weights",
-                        ctx->total_rows);
-    }
-    memcpy(w, ctx->row_weights, ctx->total_rows * sizeof *w);
-    s->ctx.row_weights = s->own_weights = w;
+   * the base keeps a copy of them, which split_by_share reads. */
+  int rc = hlb__repart_base_init(&s->base, &hlb__repart_hlb, ctx, 1);
+  if (rc) {
+    hlbr_fini(s);
+    return rc;
   }
   *state = s;
   return 0;
@@ -150,7 +144,7 @@ static int hlbr_init(const hlb_repart_ctx *ctx, void **state) {
  * shares its core: it is often descheduled between one iteration's end and the next begin,
  * and that time is lost to the whole code (up to 10 % of the interval measured here). */
 static void interval_busy(hlb_repart_state *s, const hlb_rank_interval *iv) {
-  unsigned n = s->ctx.n_ranks;
+  unsigned n = s->base.ctx.n_ranks;
   double wall = 0.0;
   for (unsigned r = 0; r < n; r++)
     wall = iv[r].real_s > wall ? iv[r].real_s : wall;
@@ -164,7 +158,7 @@ static void interval_busy(hlb_repart_state *s, const hlb_rank_interval *iv) {
 }
 
 static void window_reset(hlb_repart_state *s) {
-  size_t n = s->ctx.n_ranks;
+  size_t n = s->base.ctx.n_ranks;
   memset(s->win_work, 0, 4 * n * sizeof *s->win_work);
   s->win_n = 0;
   s->win_wall = s->win_iters = 0.0;
@@ -172,7 +166,7 @@ static void window_reset(hlb_repart_state *s) {
 
 static void window_add(hlb_repart_state *s, const hlb_rank_interval *iv) {
   s->last_wall = s->last_iters = 0.0;
-  for (unsigned r = 0; r < s->ctx.n_ranks; r++) {
+  for (unsigned r = 0; r < s->base.ctx.n_ranks; r++) {
     s->win_work[r] += s->work[r];
     s->win_busy[r] += s->busy[r];
     s->win_speed[r] += s->speed[r];
@@ -187,13 +181,14 @@ static void window_add(hlb_repart_state *s, const hlb_rank_interval *iv) {
 
 /* Split rows so that each rank's share of the total weight is proportional to share[r]. */
 static int split_by_share(const hlb_repart_state *s, const double *share, size_t *counts) {
-  unsigned n = s->ctx.n_ranks;
-  if (!s->ctx.row_weights) return hlb_split_proportional(share, n, s->ctx.total_rows, counts);
+  unsigned n = s->base.ctx.n_ranks;
+  if (!s->base.ctx.row_weights)
+    return hlb_split_proportional(share, n, s->base.ctx.total_rows, counts);
   double total_share = 0.0, total_weight = 0.0;
   for (unsigned r = 0; r < n; r++)
     total_share += share[r];
-  for (size_t i = 0; i < s->ctx.total_rows; i++)
-    total_weight += s->ctx.row_weights[i];
+  for (size_t i = 0; i < s->base.ctx.total_rows; i++)
+    total_weight += s->base.ctx.row_weights[i];
   /* Walk the rows once, cutting where the cumulative weight passes each rank's target. */
   size_t row = 0;
   double acc = 0.0, target = 0.0;
@@ -201,10 +196,10 @@ static int split_by_share(const hlb_repart_state *s, const double *share, size_t
     target += total_weight * share[r] / total_share;
     size_t first = row;
     if (r + 1 == n) {
-      row = s->ctx.total_rows;
+      row = s->base.ctx.total_rows;
     } else {
-      while (row < s->ctx.total_rows && acc + 0.5 * s->ctx.row_weights[row] <= target)
-        acc += s->ctx.row_weights[row++];
+      while (row < s->base.ctx.total_rows && acc + 0.5 * s->base.ctx.row_weights[row] <= target)
+        acc += s->base.ctx.row_weights[row++];
     }
     counts[r] = row - first;
   }
@@ -214,7 +209,7 @@ static int split_by_share(const hlb_repart_state *s, const double *share, size_t
 /* The slowest rank's busy time in busy[]: the time per interval the code takes now. */
 static double slowest_busy(const hlb_repart_state *s) {
   double slowest = 0.0;
-  for (unsigned r = 0; r < s->ctx.n_ranks; r++)
+  for (unsigned r = 0; r < s->base.ctx.n_ranks; r++)
     slowest = s->busy[r] > slowest ? s->busy[r] : slowest;
   return slowest;
 }
@@ -224,11 +219,11 @@ static double slowest_busy(const hlb_repart_state *s) {
  * speed. */
 static double aim_by_speed(hlb_repart_state *s) {
   double total_work = 0.0, total_speed = 0.0, slowest = slowest_busy(s);
-  for (unsigned r = 0; r < s->ctx.n_ranks; r++) {
+  for (unsigned r = 0; r < s->base.ctx.n_ranks; r++) {
     total_work += s->work[r];
     total_speed += s->speed[r];
   }
-  for (unsigned r = 0; r < s->ctx.n_ranks; r++)
+  for (unsigned r = 0; r < s->base.ctx.n_ranks; r++)
     s->target[r] = total_speed > 0.0 ? total_work * s->speed[r] / total_speed : s->work[r];
   double balanced = total_speed > 0.0 ? total_work / total_speed : slowest;
   return slowest > balanced ? slowest - balanced : 0.0;
@@ -259,8 +254,8 @@ static void busy_line(const hlb_repart_state *s, unsigned r, double *slope, doub
  * move. Returns the predicted gain per interval, or -1 when there is no last move under this
  * load to draw lines through (then aim_by_speed applies). */
 static double aim_by_secant(hlb_repart_state *s) {
-  unsigned n = s->ctx.n_ranks;
-  double reach = s->ctx.param[P_REACH];
+  unsigned n = s->base.ctx.n_ranks;
+  double reach = s->base.ctx.param[P_REACH];
   if (!s->have_then || !(reach > 0.0)) return -1.0;
   double total_work = 0.0, inv_slope = 0.0, offset = 0.0, last_step = 0.0;
   for (unsigned r = 0; r < n; r++) {
@@ -296,14 +291,14 @@ static double aim_by_secant(hlb_repart_state *s) {
 }
 
 static int pays_off(const hlb_repart_state *s, double gain) {
-  return gain * s->ctx.param[P_HORIZON] > s->ctx.param[P_MARGIN] * s->last_cost_s;
+  return gain * s->base.ctx.param[P_HORIZON] > s->base.ctx.param[P_MARGIN] * s->last_cost_s;
 }
 
 /* Largest relative standard error of a rank's mean speed over the window. */
 static double window_speed_error(const hlb_repart_state *s) {
   double worst = 0.0, n = s->win_n;
   if (s->win_n < 2) return 0.0;
-  for (unsigned r = 0; r < s->ctx.n_ranks; r++) {
+  for (unsigned r = 0; r < s->base.ctx.n_ranks; r++) {
     double mean = s->win_speed[r] / n;
     double var = s->win_speed2[r] / n - mean * mean;
     double rel = mean > 0.0 && var > 0.0 ? sqrt(var / (n - 1)) / mean : 0.0;
@@ -322,14 +317,14 @@ static int any_shared(const unsigned char *states, unsigned n) {
 /* Track this interval's dedicated/shared states; 1 when they differ from those at the last
  * move and have stayed the same for `persist` intervals: a change of load, not a burst. */
 static int load_changed(hlb_repart_state *s, const hlb_rank_interval *iv) {
-  unsigned n = s->ctx.n_ranks;
+  unsigned n = s->base.ctx.n_ranks;
   for (unsigned r = 0; r < n; r++)
     s->shared[r] = !hlb__repart_dedicated(&iv[r], HLB_REPART_TH1);
   int differs = memcmp(s->shared, s->shared_then, n) != 0;
   int same_as_before = memcmp(s->shared, s->shared_before, n) == 0;
   memcpy(s->shared_before, s->shared, n);
   s->changed_run = !differs ? 0 : same_as_before ? s->changed_run + 1 : 1;
-  if (s->changed_run < (unsigned)s->ctx.param[P_PERSIST]) return 0;
+  if (s->changed_run < (unsigned)s->base.ctx.param[P_PERSIST]) return 0;
   memcpy(s->shared_then, s->shared, n);
   s->changed_run = 0;
   s->from_average = 0;
@@ -340,11 +335,11 @@ static int load_changed(hlb_repart_state *s, const hlb_rank_interval *iv) {
 /* The test on the window's averages; leaves the window's work and busy time in work[] and
  * busy[], the split to aim at in target[] and the predicted gain per interval in *gain. */
 static int average_says_move(hlb_repart_state *s, double *gain) {
-  unsigned n = s->ctx.n_ranks;
+  unsigned n = s->base.ctx.n_ranks;
   *gain = 0.0;
   unsigned backoff = s->from_average < 16 ? s->from_average : 16;
-  if (s->frozen || s->win_n < (unsigned)s->ctx.param[P_WINDOW] << backoff) return 0;
-  if (s->moves + 2 > (unsigned)s->ctx.param[P_BUDGET]) return 0; /* no room for an undo */
+  if (s->frozen || s->win_n < (unsigned)s->base.ctx.param[P_WINDOW] << backoff) return 0;
+  if (s->moves + 2 > (unsigned)s->base.ctx.param[P_BUDGET]) return 0; /* no room for an undo */
   for (unsigned r = 0; r < n; r++) {
     s->work[r] = s->win_work[r] / s->win_n;
     s->busy[r] = s->win_busy[r] / s->win_n;
@@ -355,15 +350,17 @@ static int average_says_move(hlb_repart_state *s, double *gain) {
   *gain = aim_by_secant(s);
   if (*gain < 0.0) *gain = aim_by_speed(s);
   double relative = slowest > 0.0 ? *gain / slowest : 0.0;
-  double bar = s->ctx.param[P_THRESHOLD];
-  if (any_shared(s->shared_then, n) && s->ctx.param[P_REFINE] < bar) bar = s->ctx.param[P_REFINE];
-  return relative > bar && relative > s->ctx.param[P_CONFIDENCE] * error && pays_off(s, *gain);
+  double bar = s->base.ctx.param[P_THRESHOLD];
+  if (any_shared(s->shared_then, n) && s->base.ctx.param[P_REFINE] < bar)
+    bar = s->base.ctx.param[P_REFINE];
+  return relative > bar && relative > s->base.ctx.param[P_CONFIDENCE] * error && pays_off(s, *gain);
 }
 
 /* The check of the last move, once `window` intervals ran on its split: 1 when their wall
  * time per iteration is no better than that of the intervals it was decided on. */
 static int move_was_worse(hlb_repart_state *s) {
-  if (!(s->before_s > 0.0) || s->win_n < (unsigned)s->ctx.param[P_WINDOW] || !(s->win_iters > 0))
+  if (!(s->before_s > 0.0) || s->win_n < (unsigned)s->base.ctx.param[P_WINDOW] ||
+      !(s->win_iters > 0))
     return 0;
   double after_s = s->win_wall / s->win_iters, before_s = s->before_s;
   s->before_s = 0.0; /* checked once */
@@ -373,18 +370,16 @@ static int move_was_worse(hlb_repart_state *s) {
 static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *counts,
                        size_t *new_counts, hlb_repart_decision *d) {
   hlb_repart_state *s = state;
-  unsigned n = s->ctx.n_ranks;
-  for (unsigned r = 0; r < n; r++)
-    new_counts[r] = counts[r];
+  unsigned n = s->base.ctx.n_ranks;
+  int rc = hlb__repart_admit(&s->base, iv, counts, new_counts, d);
+  if (rc) return rc;
   interval_busy(s, iv);
   window_add(s, iv);
   double gain = aim_by_speed(s);
   int changed = load_changed(s, iv);
   d->dedicated = !any_shared(s->shared, n);
   d->long_term_load = any_shared(s->shared_then, n);
-  d->imbalance = hlb__repart_imbalance(iv, n);
   d->predicted_gain_s = gain;
-  d->rebalance = 0;
   if (changed) {
     s->frozen = 0;
     s->before_s = 0.0;
@@ -404,7 +399,7 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
     /* A new load state: this interval's speeds, if the gain is worth it; either way the
      * average starts afresh from here. */
     double slowest = slowest_busy(s);
-    move = slowest > 0.0 && gain / slowest > s->ctx.param[P_THRESHOLD] && pays_off(s, gain);
+    move = slowest > 0.0 && gain / slowest > s->base.ctx.param[P_THRESHOLD] && pays_off(s, gain);
     if (!move) window_reset(s);
   } else {
     move = average_says_move(s, &d->predicted_gain_s);
@@ -412,7 +407,7 @@ static int hlbr_decide(void *state, const hlb_rank_interval *iv, const size_t *c
     if (s->win_iters > 0.0) before_s = s->win_wall / s->win_iters;
   }
   if (!move) return 0;
-  int rc = split_by_share(s, s->target, new_counts);
+  rc = split_by_share(s, s->target, new_counts);
   if (rc) return rc;
   d->rebalance = !hlb__repart_same(counts, new_counts, n);
   if (d->rebalance) {
@@ -438,7 +433,7 @@ static void hlbr_fini(void *state) {
     free(s->speed);
     free(s->shared);
     free(s->undo_counts);
-    free(s->own_weights);
+    hlb__repart_base_fini(&s->base);
   }
   free(s);
 }
@@ -455,4 +450,5 @@ const hlb_repart_ops hlb__repart_hlb = {
     .decide = hlbr_decide,
     .rebalanced = hlbr_rebalanced,
     .fini = hlbr_fini,
+    .stats = hlb__repart_base_stats,
 };

@@ -1,0 +1,24 @@
+/* Bounded waits of SPMD codes (docs/reliability.md, "MPI faults"). While an hlb_spmd object
+ * exists, the PMPI wrappers of the blocking collectives an SPMD code and hlb's own layer wait in
+ * start the non-blocking form and wait here: a wait longer than 3/4 of HLB_MPI_TIMEOUT pings
+ * every rank, ranks that wait in such a call answer, and after the last quarter the ranks that
+ * did not answer are named and the job aborted. A stopped or hung rank then ends the job
+ * within HLB_MPI_TIMEOUT instead of hanging it. */
+#ifndef HLB_MPI_LIVENESS_H
+#define HLB_MPI_LIVENESS_H
+
+#include <mpi.h>
+
+/* 1 while waits are bounded (between hlb__live_start and hlb__live_stop). */
+extern int hlb__live_on;
+
+/* Collective over comm: rank 0's HLB_MPI_TIMEOUT for all, and a private communicator for the
+ * pings. Nested starts (several hlb_spmd objects) share the first. */
+int hlb__live_start(MPI_Comm comm);
+void hlb__live_stop(void);
+
+/* Wait for *rq like PMPI_Wait, answering pings; aborts the job when the wait outlives the
+ * timeout and names the ranks that did not answer. `call` names the MPI call for the message. */
+int hlb__live_wait(MPI_Request *rq, const char *call);
+
+#endif

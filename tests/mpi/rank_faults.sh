@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# A rank killed (SIGKILL) or stopped (SIGSTOP) in the middle of `hlb run APP --mpi` and of the
+# SPMD Jacobi example ends the whole job within a bound, with a non-zero status and a message
+# naming the rank; never a hang (docs/reliability.md, "MPI faults").
+#   rank_faults.sh HLB JACOBI_DIR [case...]   cases: run-kill run-stop jacobi-kill jacobi-stop
+# The victim is found by its OMPI_COMM_WORLD_RANK among mpirun's children, so the programs
+# need no hook. A job still alive after its bound is failed, and cleaned up by PID.
+set -uo pipefail
+hlb=$1
+jacobi_dir=$2
+shift 2
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(run-kill run-stop jacobi-kill jacobi-stop)
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root -np 3)
+export HLB_MODELS=off
+# The stop cases: rank 0 (dexec) or the SPMD layer notice the silence after this many seconds.
+export HLB_MPI_TIMEOUT=5
+VICTIM=2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+
+# PID of the process of rank $2 among the children of mpirun $1, or nothing yet.
+rank_pid() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$p"
+      return
+    fi
+  done
+}
+
+# Leave nothing behind: a stopped process ignores SIGTERM until continued.
+cleanup_job() {
+  local mp=$1 p
+  for p in $(pgrep -P "$mp"); do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  kill -KILL "$mp" 2>/dev/null
+  wait "$mp" 2>/dev/null
+}
+
+# fault NAME SIGNAL BOUND_S PATTERN -- command...: start the job, wait until every rank runs
+# and 2 s more (mid-run), signal rank $VICTIM, and check the job's end.
+fault() {
+  local name=$1 sig=$2 bound=$3 pattern=$4
+  shift 5
+  local out="$work/$name.out"
+  "${MPIRUN[@]}" "$@" >"$out" 2>&1 &
+  local mp=$! victim="" i
+  for i in $(seq 100); do
+    victim=$(rank_pid "$mp" "$VICTIM")
+    [ -n "$victim" ] && break
+    sleep 0.1
+  done
+  if [ -z "$victim" ]; then
+    echo "FAIL $name: no process of rank $VICTIM appeared"; cleanup_job "$mp"; fail=1; return
+  fi
+  sleep 2
+  if ! kill -0 "$mp" 2>/dev/null; then
+    echo "FAIL $name: the job ended before the fault; make it longer"; cat "$out"; fail=1; return
+  fi
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  kill "-$sig" "$victim"
+  # Poll rather than wait: a hung job must not hang the test (CTest's TIMEOUT is the backstop).
+  while kill -0 "$mp" 2>/dev/null; do
+    if [ "$(echo "$(date +%s.%N) - $t0 > $bound + 10" | bc)" = 1 ]; then
+      echo "FAIL $name: still running $((bound + 10)) s after SIG$sig to rank $VICTIM (hang)"
+      cleanup_job "$mp"; tail -5 "$out"; fail=1; return
+    fi
+    sleep 0.2
+  done
+  wait "$mp"
+  rc=$?
+  t1=$(date +%s.%N)
+  local took
+  took=$(echo "$t1 - $t0" | bc)
+  printf '%s: SIG%s to rank %d (pid %d): job ended after %.1f s with status %d\n' \
+    "$name" "$sig" "$VICTIM" "$victim" "$took" "$rc"
+  if [ "$rc" -eq 0 ]; then echo "FAIL $name: status 0"; fail=1; fi
+  if [ "$(echo "$took > $bound" | bc)" = 1 ]; then
+    echo "FAIL $name: ended after $took s, bound $bound s"; fail=1
+  fi
+  if ! grep -Eq "$pattern" "$out"; then
+    echo "FAIL $name: no message naming rank $VICTIM (/$pattern/):"; tail -8 "$out"; fail=1
+  else
+    grep -Em1 "$pattern" "$out"
+  fi
+  kill -CONT "$victim" 2>/dev/null # never leave a stopped process
+}
+
+# About 15 s of throttled matmul (the throttle sleeps, so the run costs little CPU).
+run_cmd=("$hlb" run matmul --mpi --size 2560 --pus cpu:1 --throttle cpu:1@0=30
+  --throttle cpu:1@1=30 --throttle cpu:1@2=30)
+# Jacobi until it is stopped: 1000 rows make an iteration short, so the fault lands mid-run.
+jacobi_cmd=("$jacobi_dir/hlb_jacobi" --rows 1000 --iters 100000000)
+
+for c in "${cases[@]}"; do
+  case $c in
+  run-kill) fault run-kill KILL 10 "rank $VICTIM .*(exited on signal|Killed)" -- "${run_cmd[@]}" ;;
+  run-stop) fault run-stop STOP $((HLB_MPI_TIMEOUT + 5)) "rank $VICTIM sent nothing for" -- \
+    "${run_cmd[@]}" ;;
+  jacobi-kill) fault jacobi-kill KILL 10 "rank $VICTIM .*(exited on signal|Killed)" -- \
+    "${jacobi_cmd[@]}" ;;
+  jacobi-stop) fault jacobi-stop STOP $((HLB_MPI_TIMEOUT + 5)) "rank $VICTIM" -- \
+    "${jacobi_cmd[@]}" ;;
+  *) echo "unknown case $c"; exit 2 ;;
+  esac
+done
+exit $fail
