@@ -3,6 +3,8 @@
  * blocks, its shared buffers vectors of bytes given whole to every task; each task calls the
  * codelet's cpu kernel, or launches its OpenCL kernel, with the block's hlb_exec_call, as
  * hlb's executor would. */
+/* OpenCL 1.2, the version hlb's OpenCL backend targets (src/exec/backends/opencl.c). */
+#define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <pthread.h>
 #include <stdio.h>
