@@ -67,6 +67,23 @@ else()
   set(HLB_CONFIG_HAS_MPI OFF)
 endif()
 
+# libhlb_starpu (when StarPU was found): hlb_starpu.pc beside hlb.pc, and hlb::hlb_starpu in
+# the CMake package. Like libhlb_mpi it carries libhlb's objects; its module adds starpu-1.3.
+if(TARGET hlb_starpu)
+  set(HLB_CONFIG_HAS_STARPU ON)
+  install(TARGETS hlb_starpu hlb_starpu_static EXPORT hlbStarpuTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT hlbStarpuTargets NAMESPACE hlb:: DESTINATION ${HLB_CMAKE_DIR})
+  configure_file(${PROJECT_SOURCE_DIR}/hlb_starpu.pc.in ${PROJECT_BINARY_DIR}/hlb_starpu.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/hlb_starpu.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+else()
+  set(HLB_CONFIG_HAS_STARPU OFF)
+  # hlb/starpu.h includes starpu.h: a build without StarPU does not install it.
+  install(CODE "file(REMOVE \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_INCLUDEDIR}/hlb/starpu.h\")")
+endif()
+
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hlbConfig.cmake.in
   ${PROJECT_BINARY_DIR}/hlbConfig.cmake INSTALL_DESTINATION ${HLB_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/hlbConfigVersion.cmake

@@ -3,7 +3,8 @@
 # the hlb command runs; examples/user_kernel builds and runs through pkg-config (its
 # Makefile), statically against libhlb.a (`pkg-config --static`), and through
 # find_package(hlb); examples/mpi builds through pkg-config hlb_mpi and through
-# find_package(hlb) + hlb::hlb_mpi, and each build runs on 2 ranks.
+# find_package(hlb) + hlb::hlb_mpi, and each build runs on 2 ranks; examples/starpu builds
+# through pkg-config hlb_starpu and through find_package(hlb) + hlb::hlb_starpu.
 set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,6 +56,21 @@ if [ -f "$pkgdir/hlb_mpi.pc" ]; then
   spmd_run "$work/mpi-cmake/hlb_jacobi"
 else
   echo "install check: hlb_mpi.pc not installed (built without MPI): MPI builds not checked"
+fi
+
+if [ -f "$pkgdir/hlb_starpu.pc" ]; then
+  starpu_env=(env STARPU_NCPU=2 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME="$work/starpu_home")
+  echo "== StarPU program, pkg-config hlb_starpu"
+  mkdir -p "$work/starpu"
+  cp "$root/examples/starpu/scale.c" "$root/examples/starpu/Makefile" "$work/starpu/"
+  PKG_CONFIG_PATH="$pkgdir" make -s -C "$work/starpu" hlb_starpu_scale
+  "${starpu_env[@]}" "$work/starpu/hlb_starpu_scale" 200000 hlb
+  echo "== StarPU program, find_package(hlb) and hlb::hlb_starpu"
+  cmake -S "$root/examples/starpu" -B "$work/starpu-cmake" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$work/starpu-cmake" >/dev/null
+  "${starpu_env[@]}" "$work/starpu-cmake/hlb_starpu_scale" 200000 greedy
+else
+  echo "install check: hlb_starpu.pc not installed (built without StarPU): StarPU builds not checked"
 fi
 
 echo "install check: ok"

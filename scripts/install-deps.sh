@@ -14,7 +14,7 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd  # OpenCL, PoCL's CPU device
   libopenmpi-dev openmpi-bin  # MPI layer
   coinor-libipopt-dev   # benchmark baseline (PLB-HeC's solver)
-  libstarpu-dev         # benchmark baseline (per-task overhead, bench/exec)
+  libstarpu-dev         # libhlb_starpu (HLB_WITH_STARPU); StarPU baselines in bench/exec, bench/starpu
   libpapi-dev           # hardware counters of the SPMD monitor (libhlb_mpi)
   jq                    # CLI tests parse --json output
   python3               # CLI and MPI tests check JSON and numbers with short scripts

@@ -18,6 +18,9 @@
 #ifdef HLB_CLI_WITH_MPI
 #include "hlb/mpi.h"
 #endif
+#ifdef HLB_CLI_WITH_STARPU
+#include "run_starpu.h"
+#endif
 
 static void list_apps(FILE *to) {
   fprintf(to, "\napps (--size counts what is said; default and smallest):\n");
@@ -56,7 +59,40 @@ typedef struct run_args {
   const char **throttle;
   unsigned n_throttle;
   const char *inject;
+  int starpu; /* --runtime starpu */
+  const char *starpu_sched;
+  size_t starpu_blocks;
 } run_args;
+
+/* --runtime, --starpu-sched, --starpu-blocks, and what does not go with StarPU's workers. */
+static int parse_runtime(run_args *a, hlb_cli_args *cli) {
+  const char *rt = hlb_cli_text(cli, "runtime");
+  a->starpu_sched = hlb_cli_text(cli, "starpu-sched");
+  a->starpu_blocks = hlb_cli_size(cli, "starpu-blocks");
+  if (strcmp(rt, "exec") && strcmp(rt, "starpu"))
+    return hlb_cli_usage_error("run", "--runtime: expected exec or starpu, got '%s'", rt);
+  a->starpu = !strcmp(rt, "starpu");
+  if (!a->starpu && (a->starpu_sched || a->starpu_blocks))
+    return hlb_cli_usage_error("run", "--starpu-sched and --starpu-blocks need --runtime starpu");
+  if (!a->starpu) return 0;
+#ifndef HLB_CLI_WITH_STARPU
+  return hlb_cli_usage_error("run", "--runtime starpu: this hlb was built without StarPU "
+                                    "(libhlb_starpu; HLB_WITH_STARPU)");
+#else
+  if (a->starpu_blocks && !a->starpu_sched)
+    return hlb_cli_usage_error("run", "--starpu-blocks: hlb sizes its own blocks; it goes with "
+                                      "--starpu-sched");
+  if (a->starpu_sched && (a->policy_arg || a->params_arg))
+    return hlb_cli_usage_error("run", "--starpu-sched %s places the blocks itself; it does not "
+                                      "take --policy or --params", a->starpu_sched);
+  const char *other = a->mpi ? "--mpi" : a->compare ? "--compare" : a->inject ? "--inject"
+                    : strcmp(a->pus, "all") ? "--pus" : NULL;
+  if (other)
+    return hlb_cli_usage_error("run", "%s does not go with --runtime starpu (StarPU's workers "
+                                      "come from STARPU_NCPU, STARPU_NOPENCL...)", other);
+  return 0;
+#endif
+}
 
 static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   memset(a, 0, sizeof *a);
@@ -89,6 +125,7 @@ static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   if (a->mpi)
     return hlb_cli_usage_error("run", "--mpi: this hlb was built without MPI (libhlb_mpi)");
 #endif
+  if ((rc = parse_runtime(a, cli))) return rc;
   if (!hlb_app_find(a->app))
     return hlb_cli_usage_error("run", "unknown app '%s' (see hlb run --help)", a->app);
   return 0;
@@ -197,6 +234,10 @@ typedef struct outcome {
   int rc, verified;
   char error[512];
   hlb_exec_stats st;
+  /* --runtime starpu: who placed the blocks, how many, the adapter's time outside kernels */
+  char placement[32];
+  size_t blocks;
+  double adapter_s;
 } outcome;
 
 static void run_once(hlb_app *app, hlb_executor *ex, const hlb_exec_options *o, outcome *out) {
@@ -227,7 +268,7 @@ static void print_models(const hlb_exec_stats *s) {
 static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
                        const outcome *greedy, const outcome *stat, const int *ranks) {
   const hlb_exec_stats *s = &r->st;
-  (void)a, (void)app; /* the header line was printed before the run */
+  (void)app; /* the header line was printed before the run */
   int dev_w = 6;
   for (unsigned i = 0; i < s->n_pus; i++)
     if ((int)strlen(s->pu[i].device_name) > dev_w) dev_w = (int)strlen(s->pu[i].device_name);
@@ -266,7 +307,11 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
   }
   printf("makespan %.4f s, imbalance %.1f %%, policy time %.4f s\n", s->makespan_s,
          imbalance_pct(s), s->solver_s);
-  if (!ranks) print_models(s);
+  if (!ranks && !a->starpu_sched) print_models(s); /* StarPU's scheduler fits no hlb model */
+  if (a->starpu)
+    printf("starpu: %zu blocks placed by %s%s, adapter %.1f us per block\n", r->blocks,
+           a->starpu_sched ? "StarPU's scheduler " : "hlb's policy ", s->policy,
+           r->blocks ? r->adapter_s / (double)r->blocks * 1e6 : 0.0);
   if (greedy)
     printf("compare: %s %.4f s, greedy %.4f s%s, static %.4f s%s\n", s->policy, s->makespan_s,
            greedy->st.makespan_s, greedy->verified ? "" : " (FAILED)", stat->st.makespan_s,
@@ -301,6 +346,16 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
                           (double)(a->size ? a->size : hlb_app_info_of(app)->default_size));
   cJSON_AddNumberToObject(o, "items", (double)hlb_app_items(app));
   cJSON_AddStringToObject(o, "policy", s->policy);
+  cJSON_AddStringToObject(o, "runtime", a->starpu ? "starpu" : "exec");
+  if (a->starpu) {
+    cJSON *sp = cJSON_AddObjectToObject(o, "starpu");
+    cJSON_AddStringToObject(sp, "placement", a->starpu_sched ? "scheduler" : "hlb");
+    cJSON_AddStringToObject(sp, "scheduler", r->placement);
+    cJSON_AddNumberToObject(sp, "blocks", (double)r->blocks);
+    cJSON_AddNumberToObject(sp, "adapter_s", r->adapter_s);
+    cJSON_AddNumberToObject(sp, "adapter_s_per_block",
+                            r->blocks ? r->adapter_s / (double)r->blocks : 0.0);
+  }
   if (a->params) cJSON_AddStringToObject(o, "params", a->params);
   cJSON_AddBoolToObject(o, "verified", r->verified);
   if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
@@ -646,10 +701,86 @@ static int run_mpi(const run_args *a, hlb_app *app) {
 }
 #endif
 
+#ifdef HLB_CLI_WITH_STARPU
+/* ---- hlb run --runtime starpu: StarPU's workers run the app (libhlb_starpu) ---- */
+
+/* Workers named in the header line; StarPU 1.3 has at most STARPU_NMAXWORKERS. */
+#define STARPU_HEADER_MAX 64
+static void print_starpu_header(const run_args *a, const hlb_app *app) {
+  char names[STARPU_HEADER_MAX][32];
+  unsigned n = hlb__cli_starpu_workers(names, STARPU_HEADER_MAX);
+  printf("hlb run %s --runtime starpu: size %zu, %zu items per pass, ", a->app,
+         a->size ? a->size : hlb_app_info_of(app)->default_size, hlb_app_items(app));
+  if (a->starpu_sched)
+    printf("equal blocks placed by StarPU's %s scheduler, workers", a->starpu_sched);
+  else
+    printf("policy %s%s%s, workers", a->policy, a->params ? " " : "", a->params ? a->params : "");
+  for (unsigned i = 0; i < n && i < STARPU_HEADER_MAX; i++)
+    printf("%s %s", i ? "," : "", names[i]);
+  printf("\n");
+  fflush(stdout);
+}
+
+static int starpu_runs(const run_args *a, hlb_app *app) {
+  hlb__cli_starpu sa = {.sched = a->starpu_sched, .blocks = a->starpu_blocks,
+                        .policy = a->policy_arg, .params = a->params_arg,
+                        .throttle = a->throttle, .n_throttle = a->n_throttle};
+  if (!a->json) print_starpu_header(a, app);
+  outcome r;
+  memset(&r, 0, sizeof r);
+  hlb__cli_starpu_result res;
+  r.rc = hlb__cli_starpu_run(hlb_app_codelet(app), hlb_app_items(app), &sa, &r.st, &res);
+  if (r.rc == HLB_EXIT_USAGE) return r.rc; /* a bad --throttle, already said */
+  if (r.rc == 0) {
+    int v = hlb_app_verify(app);
+    r.verified = v == 0;
+    if (v) r.rc = v;
+  }
+  if (r.rc) snprintf(r.error, sizeof r.error, "%s", hlb_last_error());
+  memcpy(r.placement, res.placement, sizeof r.placement);
+  r.blocks = res.blocks;
+  r.adapter_s = res.adapter_s;
+  int rc = 0;
+  if (r.rc && r.rc != HLB_EVERIFY && !r.st.n_pus) {
+    fprintf(stderr, "hlb run: %s\n", r.error);
+    rc = r.rc == HLB_ENOTFOUND || r.rc == HLB_EINVAL ? HLB_EXIT_USAGE : HLB_EXIT_FAIL;
+  } else {
+    if (a->trace && hlb_exec_write_trace(&r.st, a->trace))
+      fprintf(stderr, "hlb run: %s\n", hlb_last_error());
+    if (a->json)
+      print_json(a, app, &r, NULL, NULL, NULL);
+    else
+      print_text(a, app, &r, NULL, NULL, NULL);
+    if (!r.verified) fprintf(stderr, "hlb run: %s: %s\n", a->app, r.error);
+    rc = r.verified ? HLB_EXIT_OK : HLB_EXIT_FAIL;
+  }
+  hlb_exec_stats_clear(&r.st);
+  return rc;
+}
+
+static int run_starpu(const run_args *a, hlb_app *app) {
+  if (!hlb_app_codelet(app))
+    return hlb_cli_usage_error("run", "--runtime starpu runs single-pass apps; '%s' is iterative",
+                               a->app);
+  int rc = hlb__cli_starpu_start(a->starpu_sched);
+  if (rc) return rc;
+  rc = starpu_runs(a, app);
+  hlb__cli_starpu_stop();
+  return rc;
+}
+#endif
+
 static int run_parsed(const run_args *a) {
   hlb_app *app = NULL;
   int rc = hlb_app_create(a->app, a->size, a->seed, &app);
   if (rc) return hlb_cli_lib_error("run", rc);
+#ifdef HLB_CLI_WITH_STARPU
+  if (a->starpu) {
+    rc = run_starpu(a, app);
+    hlb_app_destroy(app);
+    return rc;
+  }
+#endif
 #ifdef HLB_CLI_WITH_MPI
   if (a->mpi) {
     rc = run_mpi(a, app);

@@ -1,0 +1,263 @@
+/* hlb inside StarPU against StarPU's own schedulers and against hlb's executor, on the same
+ * cpu workers, with and without one worker throttled (emulated, sleeping) 4x.
+ *
+ *   bench_starpu [--reps N] [--workers W] [--throttle F] [--apps a,b,c] [--quick]
+ *
+ * Methods, each a fresh StarPU (starpu_init with that scheduler) or executor per run:
+ *   hlb-starpu  libhlb_starpu, policy hlb: hlb sizes the blocks and pins them to workers
+ *   dmda, eager, ws   StarPU's scheduler places 8 equal blocks per worker; dmda's history
+ *               perfmodel is calibrated first (STARPU_CALIBRATE=1 runs, not counted)
+ *   hlb-exec    hlb's threaded executor, W cpu PUs of one core each, policy hlb
+ * Every run is checked against the app's reference. Repetitions are interleaved (each
+ * repetition runs every method once, in an order rotated by the repetition) so a slow minute
+ * falls on different methods; the table gives each method's median makespan (first grant to
+ * last block end) and its ratio to hlb-starpu's. A second table gives the cost of one block:
+ * an empty kernel on one worker, blocks of one item (greedy, chunk=1), median gap between
+ * consecutive block ends, for the adapter and for the executor. Prints tables; never passes
+ * or fails on time. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps.h"
+#include "hlb/error.h"
+#include "hlb/starpu.h"
+
+enum { M_HLB_STARPU, M_DMDA, M_EAGER, M_WS, M_EXEC, M_COUNT };
+static const char *method_name[M_COUNT] = {"hlb-starpu", "dmda", "eager", "ws", "hlb-exec"};
+static const char *sched_of[M_COUNT] = {"eager", "dmda", "eager", "ws", NULL};
+
+typedef struct cfg {
+  unsigned reps, workers;
+  double throttle;
+  const char *apps;
+  int quick;
+} cfg;
+
+static void die(const char *what) {
+  fprintf(stderr, "bench_starpu: %s: %s\n", what, hlb_last_error());
+  exit(1);
+}
+
+static void start_starpu(const char *sched, unsigned workers, int calibrate) {
+  /* StarPU reads STARPU_CALIBRATE at init: 1 keeps measuring even a calibrated model. */
+  setenv("STARPU_CALIBRATE", calibrate ? "1" : "0", 1);
+  struct starpu_conf conf;
+  starpu_conf_init(&conf);
+  conf.sched_policy_name = sched;
+  conf.ncpus = (int)workers;
+  conf.nopencl = 0;
+  conf.ncuda = 0;
+  if (starpu_init(&conf) != 0) {
+    fprintf(stderr, "bench_starpu: starpu_init(%s) failed\n", sched);
+    exit(1);
+  }
+}
+
+/* One run of app (fresh input, so the check sees this run's output): its makespan. */
+static double run_starpu(const char *app, size_t size, int m, const cfg *c, int calibrate) {
+  hlb_app *a = NULL;
+  if (hlb_app_create(app, size, 1, &a)) die(app);
+  start_starpu(sched_of[m], c->workers, calibrate);
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "hlb";
+  o.scheduler_places = m != M_HLB_STARPU;
+  if (c->throttle > 1) o.throttle[c->workers - 1] = c->throttle; /* the last cpu worker */
+  hlb_starpu_stats st = {0};
+  int rc = hlb_starpu_run_codelet(hlb_app_codelet(a), hlb_app_items(a), &o, &st);
+  starpu_shutdown();
+  if (rc) die(method_name[m]);
+  if (hlb_app_verify(a)) die(method_name[m]);
+  double t = st.exec.makespan_s;
+  hlb_starpu_stats_clear(&st);
+  hlb_app_destroy(a);
+  return t;
+}
+
+static hlb_executor *open_exec(unsigned workers, double throttle) {
+  hlb_exec_pu pus[STARPU_NMAXWORKERS];
+  memset(pus, 0, sizeof pus);
+  for (unsigned i = 0; i < workers; i++) {
+    /* One core each, like StarPU's cpu workers (the CLI's cpu:N is one PU of N cores). */
+    snprintf(pus[i].name, sizeof pus[i].name, "cpu:%u", i);
+    pus[i].backend = HLB_BACKEND_CPU;
+    pus[i].cores = 1;
+  }
+  if (throttle > 1) pus[workers - 1].throttle = throttle;
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, workers, &ex)) die("hlb_executor_create");
+  return ex;
+}
+
+static double run_exec(const char *app, size_t size, const cfg *c) {
+  hlb_app *a = NULL;
+  if (hlb_app_create(app, size, 1, &a)) die(app);
+  hlb_executor *ex = open_exec(c->workers, c->throttle);
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "hlb";
+  o.models = HLB_MODELS_OFF;
+  hlb_exec_stats st = {0};
+  if (hlb_app_run(a, ex, &o, &st) || hlb_app_verify(a)) die("hlb-exec");
+  double t = st.makespan_s;
+  hlb_exec_stats_clear(&st);
+  hlb_executor_destroy(ex);
+  hlb_app_destroy(a);
+  return t;
+}
+
+static int cmp(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+static double median(double *v, unsigned n) {
+  qsort(v, n, sizeof *v, cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static size_t size_of(const char *app, const cfg *c) {
+  const hlb_app_info *i = hlb_app_find(app);
+  if (!i) {
+    fprintf(stderr, "bench_starpu: unknown app '%s'\n", app);
+    exit(2);
+  }
+  return c->quick ? i->test_size : i->default_size;
+}
+
+/* dmda's perfmodel must know the block size before its runs count. */
+static void calibrate(const char *app, size_t size, const cfg *c) {
+  for (int k = 0; k < (c->quick ? 1 : 3); k++)
+    run_starpu(app, size, M_DMDA, c, 1);
+}
+
+static void bench_app(const char *app, const cfg *c) {
+  size_t size = size_of(app, c);
+  calibrate(app, size, c);
+  double t[M_COUNT][64];
+  for (unsigned r = 0; r < c->reps; r++)
+    for (int k = 0; k < M_COUNT; k++) {
+      int m = (k + (int)r) % M_COUNT;
+      t[m][r] = m == M_EXEC ? run_exec(app, size, c) : run_starpu(app, size, m, c, 0);
+    }
+  double med[M_COUNT];
+  for (int m = 0; m < M_COUNT; m++)
+    med[m] = median(t[m], c->reps);
+  printf("| %-12s | %5zu | %4g |", app, size, c->throttle > 1 ? c->throttle : 1);
+  for (int m = 0; m < M_COUNT; m++)
+    printf(" %8.4f (%.2f) |", med[m], med[m] / med[M_HLB_STARPU]);
+  printf("\n");
+  fflush(stdout);
+}
+
+/* ---- the cost of one block ---- */
+static int empty(const hlb_exec_call *call) {
+  (void)call;
+  return 0;
+}
+
+static double median_gap(const hlb_decision *log, size_t n) {
+  double *gap = malloc((n ? n : 1) * sizeof *gap), *end = malloc((n ? n : 1) * sizeof *end);
+  for (size_t k = 0; k < n; k++)
+    end[k] = log[k].end_s;
+  qsort(end, n, sizeof *end, cmp); /* the log is in grant order; the gaps are between ends */
+  unsigned g = 0;
+  for (size_t k = 1; k < n; k++)
+    gap[g++] = end[k] - end[k - 1];
+  double m = g ? median(gap, g) : NAN;
+  free(gap);
+  free(end);
+  return m;
+}
+
+static void bench_block_cost(const cfg *c) {
+  size_t n = c->quick ? 500 : 20000;
+  unsigned char *out = calloc(n, 1);
+  hlb_codelet cl = {.name = "empty", .cpu = empty, .out_bytes_per_item = 1, .out = out};
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "greedy";
+  o.params = "chunk=1";
+  o.workers[0] = 0;
+  o.n_workers = 1;
+  start_starpu("eager", 1, 0);
+  hlb_starpu_stats st = {0};
+  if (hlb_starpu_run_codelet(&cl, n, &o, &st)) die("block cost (StarPU)");
+  starpu_shutdown();
+  double sp_gap = median_gap(st.exec.log, st.exec.n_log), sp_adapter = st.adapter_s / (double)st.blocks;
+  hlb_starpu_stats_clear(&st);
+  hlb_executor *ex = open_exec(1, 1);
+  hlb_exec_options eo;
+  hlb_exec_options_default(&eo);
+  eo.policy = "greedy";
+  eo.params = "chunk=1";
+  eo.models = HLB_MODELS_OFF;
+  hlb_exec_stats es = {0};
+  if (hlb_executor_run(ex, &cl, n, &eo, &es)) die("block cost (executor)");
+  double ex_gap = median_gap(es.log, es.n_log);
+  hlb_exec_stats_clear(&es);
+  hlb_executor_destroy(ex);
+  free(out);
+  printf("\ncost of one block: empty kernel, one worker, %zu blocks of one item (greedy chunk=1)\n\n", n);
+  printf("| runtime | median gap between block ends, us | of which the adapter's own work, us |\n");
+  printf("|---|---:|---:|\n");
+  printf("| hlb in StarPU (libhlb_starpu) | %.1f | %.1f |\n", sp_gap * 1e6, sp_adapter * 1e6);
+  printf("| hlb's executor | %.1f | - |\n", ex_gap * 1e6);
+  printf("\nratio StarPU adapter / executor: %.1fx\n", sp_gap / ex_gap);
+}
+
+static void parse(int argc, char **argv, cfg *c) {
+  *c = (cfg){.reps = 5, .workers = 2, .throttle = 4, .apps = "matmul,blackscholes,mandelbrot"};
+  for (int i = 1; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--quick")) {
+      c->quick = 1;
+      c->reps = 1;
+    } else if (!strcmp(argv[i], "--reps") && v) {
+      c->reps = (unsigned)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--workers") && v) {
+      c->workers = (unsigned)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--throttle") && v) {
+      c->throttle = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--apps") && v) {
+      c->apps = argv[++i];
+    } else {
+      fprintf(stderr, "usage: bench_starpu [--reps N] [--workers W] [--throttle F] [--apps a,b] "
+                      "[--quick]\n");
+      exit(2);
+    }
+  }
+  if (c->reps < 1 || c->reps > 64 || c->workers < 1 || c->workers > 16 || !(c->throttle >= 1)) {
+    fprintf(stderr, "bench_starpu: --reps 1..64, --workers 1..16, --throttle >= 1\n");
+    exit(2);
+  }
+}
+
+int main(int argc, char **argv) {
+  cfg c;
+  parse(argc, argv, &c);
+  /* No banner or calibration notes between the table's lines. */
+  setenv("STARPU_SILENT", "1", 0);
+  printf("median makespan in s over %u interleaved runs (ratio to hlb-starpu), %u cpu workers; "
+         "throttle: the last worker sleeps to look that many times slower (EMULATED)\n\n",
+         c.reps, c.workers);
+  printf("| app | size | throttle |");
+  for (int m = 0; m < M_COUNT; m++)
+    printf(" %s |", method_name[m]);
+  printf("\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  char *apps = strdup(c.apps);
+  double throttle = c.throttle;
+  for (int pass = 0; pass < 2; pass++) {
+    c.throttle = pass ? throttle : 1;
+    char *save = NULL;
+    char *list = strdup(apps);
+    for (char *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save))
+      bench_app(a, &c);
+    free(list);
+  }
+  free(apps);
+  bench_block_cost(&c);
+  return 0;
+}

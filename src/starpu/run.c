@@ -1,0 +1,478 @@
+/* The driver of libhlb_starpu (include/hlb/starpu.h): the calling thread asks hlb's balancer
+ * for a block each time a worker is idle, cuts the block out of the split handles as handles
+ * of its own, pins the task to that worker, and feeds StarPU's measurement of the task back.
+ *
+ * Why blocks are handles registered over the parent's memory rather than StarPU partitions:
+ * StarPU 1.3 fixes every child's size when a handle is partitioned (starpu_vector_filter_list
+ * takes all the lengths up front, and a handle has one active partition for writing), while
+ * hlb decides each block's size when a worker becomes idle. Partitioning the remainder again
+ * at each grant would nest one level per block. So the run holds each parent (acquired in
+ * main memory) and registers each block's range as a handle of its own; StarPU moves it like
+ * any data, and unregistering it writes it back into the parent's memory.
+ *
+ * Every balancer call happens on the calling thread; the tasks' callbacks only queue the
+ * finished block under a mutex. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/error_internal.h"
+#include "exec/backend.h"
+#include "hlb/policy.h"
+#include "internal.h"
+
+typedef struct run {
+  hlb__sp_wrap w;
+  const hlb_starpu_options *o;
+  hlb__sp_split split[STARPU_NMAXBUFS];
+  unsigned n_split;
+  const starpu_data_handle_t *whole;
+  unsigned n_whole;
+  size_t n_items;
+  unsigned n_pus;
+  int ids[STARPU_NMAXWORKERS];
+  int busy[STARPU_NMAXWORKERS], stopped[STARPU_NMAXWORKERS];
+  unsigned fail_streak[STARPU_NMAXWORKERS];
+  hlb_exec_pu_stats st[STARPU_NMAXWORKERS];
+  uint32_t mask[(STARPU_NMAXWORKERS + 31) / 32]; /* the selected workers, for StarPU's scheduler */
+  hlb_balancer *b;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  hlb__sp_block *head, *tail; /* finished blocks, oldest first */
+  unsigned in_flight;
+  double t0, adapter_s, last_end;
+  size_t blocks;
+  hlb_decision *log; /* scheduler_places: one entry per block, the balancer keeps none */
+  size_t n_log;
+} run;
+
+void hlb_starpu_options_default(hlb_starpu_options *o) {
+  memset(o, 0, sizeof *o);
+  o->keep_log = 1;
+}
+
+void hlb_starpu_stats_clear(hlb_starpu_stats *s) {
+  if (!s) return;
+  hlb_exec_stats_clear(&s->exec);
+  free(s->workerid);
+  memset(s, 0, sizeof *s);
+}
+
+static double since(const struct timespec *a, const struct timespec *b) {
+  return starpu_timing_timespec_delay_us((struct timespec *)a, (struct timespec *)b) / 1e6;
+}
+
+void hlb__sp_task_done(void *arg) {
+  hlb__sp_block *k = arg;
+  run *r = k->owner;
+  const struct starpu_profiling_task_info *pi = k->task->profiling_info;
+  /* The kernel's time (the wrapper's throttle sleep included) feeds F; fetching the inputs
+   * feeds G. Without profiling the times stay NaN and the balancer rejects the sample. */
+  k->compute_s = pi ? since(&pi->start_time, &pi->end_time) : NAN;
+  k->acquire_s = pi ? since(&pi->acquire_data_start_time, &pi->acquire_data_end_time) : NAN;
+  k->workerid = pi ? pi->workerid : starpu_worker_get_id();
+  pthread_mutex_lock(&r->mu);
+  if (r->tail)
+    r->tail->next = k;
+  else
+    r->head = k;
+  r->tail = k;
+  pthread_cond_signal(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+int hlb_starpu_current_block(size_t *begin, size_t *count) {
+  const hlb__sp_block *k = hlb__sp_current();
+  if (!k)
+    return hlb__error(HLB_ESTATE, "hlb_starpu_current_block: the current task is not a block of "
+                                  "an hlb_starpu run");
+  if (begin) *begin = k->blk.begin;
+  if (count) *count = k->blk.count;
+  return 0;
+}
+
+static void release_block(run *r, hlb__sp_block *k, int write_back) {
+  for (unsigned i = 0; i < k->n_h; i++) {
+    if (write_back && (r->split[i].mode & STARPU_W))
+      starpu_data_unregister(k->h[i]);
+    else
+      starpu_data_unregister_no_coherency(k->h[i]);
+  }
+  free(k);
+}
+
+static struct starpu_task *make_task(run *r, hlb__sp_block *k, int pinned_pu) {
+  struct starpu_task *t = starpu_task_create();
+  if (!t) return NULL;
+  t->cl = &r->w.cl;
+  t->cl_arg = r->o->cl_arg;
+  for (unsigned i = 0; i < r->n_split; i++)
+    t->handles[i] = k->h[i];
+  for (unsigned j = 0; j < r->n_whole; j++)
+    t->handles[r->n_split + j] = r->whole[j];
+  t->callback_func = hlb__sp_task_done;
+  t->callback_arg = k;
+  if (pinned_pu >= 0) {
+    t->execute_on_a_specific_worker = 1;
+    t->workerid = (unsigned)r->ids[pinned_pu];
+  } else if (r->o->n_workers) {
+    t->workerids = r->mask; /* StarPU's scheduler may place it on the selected workers only */
+    t->workerids_len = (unsigned)(sizeof r->mask / sizeof r->mask[0]);
+  }
+  return t;
+}
+
+/* Register the block's handles and submit its task; pinned_pu < 0 lets StarPU place it. */
+static int submit_block(run *r, const hlb_block *blk, int pinned_pu) {
+  double t_a = hlb__now();
+  hlb__sp_block *k = calloc(1, sizeof *k);
+  if (!k) return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for block %llu",
+                            (unsigned long long)blk->id);
+  k->blk = *blk;
+  k->owner = r;
+  k->pu = pinned_pu >= 0 ? (unsigned)pinned_pu : UINT32_MAX;
+  for (unsigned i = 0; i < r->n_split; i++)
+    hlb__sp_split_block(&r->split[i], blk->begin, blk->count, &k->h[i]);
+  k->n_h = r->n_split;
+  k->start_s = t_a - r->t0;
+  struct starpu_task *t = k->task = make_task(r, k, pinned_pu);
+  int err = t ? starpu_task_submit(t) : -ENOMEM;
+  if (err) {
+    if (t) starpu_task_destroy(t);
+    release_block(r, k, 0);
+    return hlb__error(HLB_EDEVICE,
+                      "hlb_starpu: submitting the task of items [%zu, +%zu) to worker %d failed "
+                      "(%d)",
+                      blk->begin, blk->count, pinned_pu >= 0 ? r->ids[pinned_pu] : -1, err);
+  }
+  r->in_flight++;
+  r->blocks++;
+  r->adapter_s += hlb__now() - t_a;
+  return 0;
+}
+
+static hlb__sp_block *wait_finished(run *r) {
+  pthread_mutex_lock(&r->mu);
+  while (!r->head)
+    pthread_cond_wait(&r->cv, &r->mu);
+  hlb__sp_block *k = r->head;
+  r->head = k->next;
+  if (!r->head) r->tail = NULL;
+  pthread_mutex_unlock(&r->mu);
+  r->in_flight--;
+  return k;
+}
+
+static int pu_of_worker(const run *r, int workerid) {
+  for (unsigned p = 0; p < r->n_pus; p++)
+    if (r->ids[p] == workerid) return (int)p;
+  return -1;
+}
+
+/* A finished block: write it back, and make its sample (the write-back counts as transfer,
+ * as the executor's copy back does). Returns the PU it ran on, or -1. */
+static int finish_block(run *r, hlb__sp_block *k, hlb_sample *s, double *throttle_s) {
+  double t_a = hlb__now();
+  int pu = k->pu != UINT32_MAX ? (int)k->pu : pu_of_worker(r, k->workerid);
+  s->block = k->blk;
+  s->compute_s = k->compute_s;
+  double acquire_s = k->acquire_s;
+  *throttle_s = k->throttle_s;
+  release_block(r, k, 1);
+  double t_b = hlb__now();
+  s->transfer_s = acquire_s + (t_b - t_a);
+  s->end_s = t_b - r->t0;
+  r->last_end = s->end_s;
+  r->adapter_s += t_b - t_a;
+  return pu;
+}
+
+static int grant(run *r, unsigned p) {
+  hlb_block blk;
+  int rc = hlb_balancer_next(r->b, p, hlb__now() - r->t0, &blk);
+  if (rc == HLB_DONE) r->stopped[p] = 1;
+  if (rc != HLB_GRANT) return rc < 0 ? rc : 0;
+  rc = submit_block(r, &blk, (int)p);
+  if (rc) { /* the worker refused the task: its items go back, it takes no more */
+    snprintf(r->st[p].failure, sizeof r->st[p].failure, "%s", hlb_last_error());
+    r->st[p].failed_blocks++;
+    r->st[p].retired = 1;
+    r->stopped[p] = 1;
+    hlb_balancer_fail(r->b, p, &blk, hlb__now() - r->t0);
+    hlb_balancer_retire(r->b, p);
+    return 0;
+  }
+  r->busy[p] = 1;
+  return 0;
+}
+
+static int offer_idle(run *r) {
+  for (unsigned p = 0; p < r->n_pus; p++) {
+    if (r->busy[p] || r->stopped[p]) continue;
+    int rc = grant(r, p);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* A kernel failed: its items go back to the pool; after HLB_EXEC_MAX_FAILURES in a row the
+ * worker is retired, as the executor does with a PU. */
+static void block_failed(run *r, unsigned pu, const hlb_sample *s, const char *why) {
+  r->st[pu].failed_blocks++;
+  hlb_balancer_fail(r->b, pu, &s->block, s->end_s);
+  if (++r->fail_streak[pu] < HLB_EXEC_MAX_FAILURES) return;
+  hlb_balancer_retire(r->b, pu);
+  r->st[pu].retired = 1;
+  r->stopped[pu] = 1;
+  snprintf(r->st[pu].failure, sizeof r->st[pu].failure, "%s", why);
+}
+
+static int drive_balancer(run *r) {
+  int rc = offer_idle(r);
+  while (r->in_flight) {
+    hlb_sample s;
+    double throttle_s;
+    hlb__sp_block *k = wait_finished(r);
+    int failed = k->failed;
+    char why[sizeof k->failure];
+    memcpy(why, k->failure, sizeof why);
+    int pu = finish_block(r, k, &s, &throttle_s);
+    r->busy[pu] = 0;
+    if (failed) {
+      block_failed(r, (unsigned)pu, &s, why);
+    } else {
+      r->fail_streak[pu] = 0;
+      int d = hlb_balancer_done(r->b, (unsigned)pu, &s);
+      if (d && d != HLB_ESAMPLE && !rc) rc = d;
+      hlb__pu_stats_add_block(&r->st[pu], &s, throttle_s);
+    }
+    if (!rc) rc = offer_idle(r);
+    if (rc) break; /* a policy error: finish the blocks in flight, then report it */
+  }
+  while (r->in_flight)
+    release_block(r, wait_finished(r), 1);
+  if (rc) return rc;
+  if (!hlb_balancer_finished(r->b))
+    return hlb__error(HLB_EDEVICE, "hlb_starpu: every worker stopped with %zu of %zu items left",
+                      hlb_balancer_remaining(r->b), r->n_items);
+  return hlb_balancer_check_exactly_once(r->b);
+}
+
+static void log_block(run *r, const hlb_sample *s, unsigned pu, double start_s) {
+  hlb_decision *d = &r->log[r->n_log++];
+  *d = (hlb_decision){.time_s = start_s, .pu = pu, .begin = s->block.begin,
+                      .count = s->block.count, .predicted_s = NAN,
+                      .measured_s = s->compute_s + s->transfer_s, .compute_s = s->compute_s,
+                      .transfer_s = s->transfer_s, .end_s = s->end_s, .outcome = HLB_OUTCOME_DONE};
+}
+
+/* scheduler_places: equal blocks, all submitted at once, placed by StarPU's scheduler. */
+static int drive_scheduler(run *r) {
+  size_t k = r->o->equal_blocks ? r->o->equal_blocks
+                                : (size_t)HLB_STARPU_BLOCKS_PER_WORKER * r->n_pus;
+  if (k > r->n_items) k = r->n_items;
+  unsigned char *seen = calloc(k, 1);
+  r->log = calloc(k, sizeof *r->log);
+  if (!seen || !r->log) {
+    free(seen);
+    return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for %zu blocks", k);
+  }
+  int rc = 0;
+  for (size_t i = 0; i < k && !rc; i++) {
+    size_t b = r->n_items * i / k, e = r->n_items * (i + 1) / k;
+    hlb_block blk = {.id = i, .begin = b, .count = e - b, .pu = 0, .granted_s = 0};
+    rc = submit_block(r, &blk, -1);
+  }
+  size_t items = 0;
+  while (r->in_flight) {
+    hlb__sp_block *kb = wait_finished(r);
+    double start_s = kb->start_s;
+    if (kb->failed && !rc) rc = hlb__error(HLB_EDEVICE, "hlb_starpu: %s", kb->failure);
+    hlb_sample s;
+    double throttle_s;
+    int pu = finish_block(r, kb, &s, &throttle_s);
+    if (pu < 0) { /* cannot happen with the worker mask; said rather than counted wrong */
+      if (!rc) rc = hlb__error(HLB_ESTATE, "hlb_starpu: block [%zu, +%zu) ran on a worker outside "
+                                           "the run's", s.block.begin, s.block.count);
+      continue;
+    }
+    seen[s.block.id]++;
+    items += s.block.count;
+    hlb__pu_stats_add_block(&r->st[pu], &s, throttle_s);
+    log_block(r, &s, (unsigned)pu, start_s);
+  }
+  for (size_t i = 0; i < k && !rc; i++)
+    if (seen[i] != 1)
+      rc = hlb__error(HLB_EVERIFY, "hlb_starpu: block %zu of %zu finished %u times", i, k, seen[i]);
+  if (!rc && items != r->n_items)
+    rc = hlb__error(HLB_EVERIFY, "hlb_starpu: blocks covered %zu of %zu items", items, r->n_items);
+  free(seen);
+  return rc;
+}
+
+static int make_balancer(run *r) {
+  hlb_pu_desc *pus = calloc(r->n_pus, sizeof *pus);
+  char(*names)[32] = calloc(r->n_pus, sizeof *names);
+  int rc = pus && names ? 0 : hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory");
+  for (unsigned p = 0; !rc && p < r->n_pus; p++) {
+    hlb_starpu_worker_name(r->ids[p], names[p], sizeof names[p]);
+    pus[p] = (hlb_pu_desc){.name = names[p],
+                           .kind = starpu_worker_get_type(r->ids[p]) == STARPU_CPU_WORKER ? "cpu"
+                                                                                           : "opencl",
+                           .min_block = r->o->min_block};
+  }
+  hlb_balancer_config cfg = {.n_items = r->n_items, .granularity = r->o->granularity,
+                             .n_pus = r->n_pus, .pus = pus, .policy = r->o->policy,
+                             .params = r->o->params, .keep_log = r->o->keep_log};
+  if (!rc) rc = hlb_balancer_create(&cfg, &r->b);
+  free(pus);
+  free(names);
+  return rc;
+}
+
+static void fill_pu(const run *r, unsigned p, hlb_exec_pu *pu) {
+  int id = r->ids[p];
+  memset(pu, 0, sizeof *pu);
+  hlb_starpu_worker_name(id, pu->name, sizeof pu->name);
+  pu->backend = starpu_worker_get_type(id) == STARPU_CPU_WORKER ? HLB_BACKEND_CPU : HLB_BACKEND_OPENCL;
+  pu->device = pu->backend == HLB_BACKEND_CPU ? 0 : (unsigned)starpu_worker_get_devid(id);
+  pu->cores = 1;
+  pu->throttle = r->w.throttle[id];
+  starpu_worker_get_name(id, pu->device_name, sizeof pu->device_name);
+}
+
+static void fill_models(const run *r, hlb_exec_stats *s) {
+  for (unsigned p = 0; p < r->n_pus; p++) {
+    const hlb_model *m = hlb_balancer_model(r->b, p);
+    hlb_exec_pu_stats *st = &s->per_pu[p];
+    if (m && hlb_model_fitted(m) && hlb_model_curve(m, &st->model) == 0) {
+      st->fitted = 1;
+      st->model_terms = hlb_model_terms(m);
+      st->model_r2 = hlb_model_r2(m);
+    }
+  }
+}
+
+static void copy_log(run *r, hlb_exec_stats *s) {
+  const hlb_decision *log = r->log;
+  size_t n = r->n_log;
+  if (r->b) n = hlb_balancer_log(r->b, &log);
+  if (!n || !log || !(s->log = malloc(n * sizeof *log))) return;
+  memcpy(s->log, log, n * sizeof *log);
+  s->n_log = n;
+}
+
+static const char *scheduler_name(void) {
+  struct starpu_sched_policy *p = starpu_sched_ctx_get_sched_policy(0);
+  return p && p->policy_name ? p->policy_name : "?";
+}
+
+static int fill_stats(run *r, hlb_starpu_stats *out) {
+  hlb_exec_stats *s = &out->exec;
+  s->pu = calloc(r->n_pus, sizeof *s->pu);
+  s->per_pu = calloc(r->n_pus, sizeof *s->per_pu);
+  out->workerid = calloc(r->n_pus, sizeof *out->workerid);
+  if (!s->pu || !s->per_pu || !out->workerid) {
+    hlb_starpu_stats_clear(out);
+    return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for the stats of %u workers", r->n_pus);
+  }
+  s->n_pus = r->n_pus;
+  s->n_items = r->n_items;
+  for (unsigned p = 0; p < r->n_pus; p++) {
+    fill_pu(r, p, &s->pu[p]);
+    s->per_pu[p] = r->st[p];
+    out->workerid[p] = r->ids[p];
+  }
+  snprintf(s->policy, sizeof s->policy, "%s", r->b ? hlb_balancer_policy(r->b) : scheduler_name());
+  snprintf(out->placement, sizeof out->placement, "%s", r->b ? "hlb" : scheduler_name());
+  s->makespan_s = r->last_end;
+  if (r->b) {
+    s->solver_s = hlb_balancer_solver_seconds(r->b);
+    fill_models(r, s);
+  }
+  copy_log(r, s);
+  out->blocks = r->blocks;
+  out->adapter_s = r->adapter_s;
+  return 0;
+}
+
+static int check_args(const struct starpu_codelet *cl, unsigned n_split, unsigned n_whole,
+                      const hlb_starpu_options *o) {
+  if (!cl || !o)
+    return hlb__error(HLB_EINVAL, "hlb_starpu: codelet %p and options %p must not be NULL",
+                      (const void *)cl, (const void *)o);
+  if (n_split == 0 || n_split + n_whole > STARPU_NMAXBUFS)
+    return hlb__error(HLB_EINVAL,
+                      "hlb_starpu: %u split and %u whole handles: need at least one split and at "
+                      "most STARPU_NMAXBUFS (%d) in all",
+                      n_split, n_whole, STARPU_NMAXBUFS);
+  if (cl->nbuffers != (int)(n_split + n_whole))
+    return hlb__error(HLB_EINVAL, "hlb_starpu: codelet '%s' has nbuffers %d, the run gives %u",
+                      cl->name ? cl->name : "?", cl->nbuffers, n_split + n_whole);
+  if (!o->scheduler_places && o->equal_blocks)
+    return hlb__error(HLB_EINVAL, "hlb_starpu: equal_blocks %zu is for scheduler_places; hlb sizes "
+                                  "its blocks itself", o->equal_blocks);
+  return 0;
+}
+
+static int run_driver(run *r) {
+  int rc = hlb__sp_select_workers(&r->w.cl, r->o, r->ids, &r->n_pus);
+  for (unsigned p = 0; !rc && p < r->n_pus; p++)
+    r->mask[r->ids[p] / 32] |= 1u << (r->ids[p] % 32);
+  if (!rc && !r->o->scheduler_places) rc = make_balancer(r);
+  if (rc) return rc;
+  int was = starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+  r->t0 = hlb__now();
+  rc = r->b ? drive_balancer(r) : drive_scheduler(r);
+  if (was >= 0) starpu_profiling_status_set(was);
+  return rc;
+}
+
+int hlb_starpu_run_handles(struct starpu_codelet *cl, const starpu_data_handle_t *split,
+                           unsigned n_split, const starpu_data_handle_t *whole, unsigned n_whole,
+                           const hlb_starpu_options *opt, hlb_starpu_stats *stats) {
+  hlb_starpu_options dflt;
+  if (!opt) hlb_starpu_options_default(&dflt);
+  const hlb_starpu_options *o = opt ? opt : &dflt;
+  if (stats) hlb_starpu_stats_clear(stats);
+  int rc = check_args(cl, n_split, n_whole, o);
+  if (rc) return rc;
+  run *r = calloc(1, sizeof *r);
+  if (!r) return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory");
+  r->o = o;
+  r->whole = whole;
+  r->n_whole = n_whole;
+  r->n_split = n_split;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->cv, NULL);
+  rc = hlb__sp_wrap_init(&r->w, cl, o);
+  unsigned opened = 0;
+  for (; !rc && opened < n_split; opened++)
+    rc = hlb__sp_split_open(&r->split[opened], split[opened], cl->modes[opened], opened);
+  for (unsigned i = 1; !rc && i < n_split; i++)
+    if (r->split[i].items != r->split[0].items)
+      rc = hlb__error(HLB_EINVAL, "hlb_starpu: split handle %u has %zu items, handle 0 has %zu", i,
+                      r->split[i].items, r->split[0].items);
+  r->n_items = n_split ? r->split[0].items : 0;
+  if (!rc && (r->n_items == 0 || r->n_items > UINT32_MAX))
+    rc = hlb__error(HLB_EINVAL, "hlb_starpu: the split handles have %zu items; StarPU's vectors "
+                                "and matrices hold 1 to 2^32-1", r->n_items);
+  if (!rc) rc = run_driver(r);
+  int frc = !rc || r->blocks ? (stats ? fill_stats(r, stats) : 0) : 0;
+  for (unsigned i = 0; i < opened; i++)
+    hlb__sp_split_close(&r->split[i]);
+  hlb_balancer_destroy(r->b);
+  free(r->log);
+  pthread_mutex_destroy(&r->mu);
+  pthread_cond_destroy(&r->cv);
+  free(r);
+  return rc ? rc : frc;
+}
+
+int hlb_starpu_run(struct starpu_codelet *cl, starpu_data_handle_t data,
+                   const hlb_starpu_options *opt, hlb_starpu_stats *stats) {
+  return hlb_starpu_run_handles(cl, &data, 1, NULL, 0, opt, stats);
+}

@@ -1,0 +1,201 @@
+/* libhlb_starpu (include/hlb/starpu.h) on StarPU's workers: every item processed exactly once
+ * under several policies and under StarPU's own scheduler, vectors and matrices, a throttled
+ * worker that gets less work, and errors that name the place and the value. Exits 77 when
+ * StarPU has no worker here. Workers come from the environment (tests/starpu/CMakeLists.txt
+ * sets STARPU_NCPU and friends per test). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "hlb/error.h"
+#include "hlb/starpu.h"
+
+#define N 20000u
+
+/* x[i] += 1: an item processed twice reads 2, a missed one 0. Costs a little per item so the
+ * blocks take measurable time. */
+static void add_one_cpu(void *buffers[], void *arg) {
+  (void)arg;
+  double *x = (double *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  unsigned n = STARPU_VECTOR_GET_NX(buffers[0]);
+  for (unsigned i = 0; i < n; i++) {
+    double acc = 0;
+    for (int k = 0; k < 200; k++)
+      acc += 1e-9 * k;
+    x[i] += 1 + acc * 0;
+  }
+}
+
+static struct starpu_codelet add_one = {
+    .cpu_funcs = {add_one_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "test_add_one"};
+
+static void check_once(const double *x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (x[i] != 1.0) fail_msg("item %zu processed %g times", i, x[i]);
+}
+
+static size_t items_of(const hlb_starpu_stats *st) {
+  size_t s = 0;
+  for (unsigned p = 0; p < st->exec.n_pus; p++)
+    s += st->exec.per_pu[p].items;
+  return s;
+}
+
+static void run_vector(const char *policy, int scheduler) {
+  double *x = calloc(N, sizeof *x);
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof *x);
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = policy;
+  o.scheduler_places = scheduler;
+  hlb_starpu_stats st = {0};
+  int rc = hlb_starpu_run(&add_one, h, &o, &st);
+  if (rc) fail_msg("policy %s: %s: %s", policy ? policy : "-", hlb_err_name(rc), hlb_last_error());
+  starpu_data_unregister(h);
+  check_once(x, N);
+  assert_int_equal(items_of(&st), N);
+  assert_true(st.blocks > 0);
+  assert_true(st.exec.makespan_s > 0);
+  assert_int_equal(st.exec.n_pus, starpu_worker_get_count_by_type(STARPU_CPU_WORKER));
+  if (!scheduler) assert_string_equal(st.exec.policy, policy);
+  assert_string_equal(st.placement, scheduler ? st.exec.policy : "hlb");
+  hlb_starpu_stats_clear(&st);
+  free(x);
+}
+
+static void policies_exactly_once(void **state) {
+  (void)state;
+  const char *policies[] = {"hlb", "plb-hec", "plb-hac", "greedy", "static", "guided"};
+  for (unsigned i = 0; i < sizeof policies / sizeof *policies; i++)
+    run_vector(policies[i], 0);
+}
+
+static void scheduler_places_exactly_once(void **state) {
+  (void)state;
+  run_vector(NULL, 1);
+}
+
+/* Rows of a matrix with a leading dimension wider than a row: row r gets r + 1 in every
+ * element, found through hlb_starpu_current_block; the padding stays untouched. */
+enum { NX = 5, LD = 7, NY = 3001 };
+
+static void rows_cpu(void *buffers[], void *arg) {
+  (void)arg;
+  float *m = (float *)STARPU_MATRIX_GET_PTR(buffers[0]);
+  unsigned nx = STARPU_MATRIX_GET_NX(buffers[0]), ny = STARPU_MATRIX_GET_NY(buffers[0]);
+  unsigned ld = STARPU_MATRIX_GET_LD(buffers[0]);
+  size_t begin = 0, count = 0;
+  if (hlb_starpu_current_block(&begin, &count) || count != ny) return; /* the check sees it */
+  for (unsigned y = 0; y < ny; y++)
+    for (unsigned xi = 0; xi < nx; xi++)
+      m[y * ld + xi] += (float)(begin + y + 1);
+}
+
+static struct starpu_codelet rows = {
+    .cpu_funcs = {rows_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "test_rows"};
+
+static void matrix_rows(void **state) {
+  (void)state;
+  float *m = calloc((size_t)LD * NY, sizeof *m);
+  starpu_data_handle_t h;
+  starpu_matrix_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)m, LD, NX, NY, sizeof *m);
+  hlb_starpu_stats st = {0};
+  int rc = hlb_starpu_run(&rows, h, NULL, &st);
+  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
+  starpu_data_unregister(h);
+  for (unsigned y = 0; y < NY; y++)
+    for (unsigned xi = 0; xi < LD; xi++) {
+      float want = xi < NX ? (float)(y + 1) : 0.0f;
+      if (m[y * LD + xi] != want) fail_msg("row %u column %u: %g, want %g", y, xi, m[y * LD + xi], want);
+    }
+  assert_int_equal(items_of(&st), NY);
+  hlb_starpu_stats_clear(&st);
+  free(m);
+}
+
+/* Worker 1 throttled 4x: hlb measures it slower and gives it the smaller share (a fair
+ * split gives it 1/5 of the items with two workers). */
+static void throttled_worker(void **state) {
+  (void)state;
+  if (starpu_worker_get_count_by_type(STARPU_CPU_WORKER) < 2) skip();
+  double *x = calloc(N * 4, sizeof *x);
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N * 4, sizeof *x);
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.throttle[1] = 4;
+  hlb_starpu_stats st = {0};
+  int rc = hlb_starpu_run(&add_one, h, &o, &st);
+  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
+  starpu_data_unregister(h);
+  check_once(x, N * 4);
+  unsigned slow = st.workerid[0] == 1 ? 0 : 1;
+  const hlb_exec_pu_stats *s = &st.exec.per_pu[slow], *f = &st.exec.per_pu[1 - slow];
+  assert_true(s->throttle_s > 0);
+  assert_true(f->throttle_s == 0);
+  assert_true(st.exec.pu[slow].throttle == 4);
+  if (!(s->items * 10 < (s->items + f->items) * 4))
+    fail_msg("the 4x-throttled worker got %zu of %zu items (want under 40 %%)", s->items,
+             s->items + f->items);
+  hlb_starpu_stats_clear(&st);
+  free(x);
+}
+
+static void errors_name_the_value(void **state) {
+  (void)state;
+  double x[4] = {0};
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, 4, sizeof *x);
+  struct starpu_codelet two = add_one;
+  two.nbuffers = 2;
+  assert_int_equal(hlb_starpu_run(&two, h, NULL, NULL), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "nbuffers 2"));
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "no-such-policy";
+  assert_int_equal(hlb_starpu_run(&add_one, h, &o, NULL), HLB_ENOTFOUND);
+  assert_non_null(strstr(hlb_last_error(), "no-such-policy"));
+  hlb_starpu_options_default(&o);
+  o.throttle[0] = 0.5;
+  assert_int_equal(hlb_starpu_run(&add_one, h, &o, NULL), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "throttle[0] = 0.5"));
+  hlb_starpu_options_default(&o);
+  o.workers[0] = 99;
+  o.n_workers = 1;
+  assert_int_equal(hlb_starpu_run(&add_one, h, &o, NULL), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "workers[0] = 99"));
+  assert_int_equal(hlb_starpu_current_block(NULL, NULL), HLB_ESTATE);
+  /* Nothing ran, and the handle is free again: a valid run still works on it. */
+  assert_int_equal(hlb_starpu_run(&add_one, h, NULL, NULL), 0);
+  starpu_data_unregister(h);
+  for (int i = 0; i < 4; i++)
+    assert_true(x[i] == 1.0);
+}
+
+int main(void) {
+  if (starpu_init(NULL) != 0) {
+    fprintf(stderr, "skipped: starpu_init found no worker\n");
+    return 77;
+  }
+  if (starpu_worker_get_count_by_type(STARPU_CPU_WORKER) < 1) {
+    starpu_shutdown();
+    fprintf(stderr, "skipped: StarPU has no cpu worker here\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(policies_exactly_once),  cmocka_unit_test(scheduler_places_exactly_once),
+      cmocka_unit_test(matrix_rows),            cmocka_unit_test(throttled_worker),
+      cmocka_unit_test(errors_name_the_value),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  starpu_shutdown();
+  return rc;
+}
