@@ -242,6 +242,10 @@ typedef struct hlb_exec_stats {
   int models_from;   /* hlb_models_from */
   char model_file[1024]; /* the stored models' file read or written; "" when none */
   char model_error[512]; /* why storing this run's samples failed; "" when it did not */
+  /* 1 when the run started from the item costs the previous run of the same codelet over as
+   * many items learnt (a later pass: blocks sized by their cost, docs/executor.md, "Items that
+   * do not cost the same"); 0 when every item was taken to cost the same. */
+  int item_costs_known;
 } hlb_exec_stats;
 
 /* Free what a stats struct owns and zero it. Accepts a zeroed struct. */

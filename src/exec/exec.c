@@ -12,6 +12,7 @@
 #include "exec/exec_internal.h"
 #include "exec/models.h"
 #include "hlb/model.h"
+#include "hlb/policy.h"
 
 typedef struct run_ctx {
   hlb_executor *ex;
@@ -543,7 +544,10 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
                              .params = r->opt.params,
                              .keep_log = r->opt.keep_log,
                              .prior = models->per_bpu,
-                             .n_prior = models->n_per_bpu};
+                             .n_prior = models->n_per_bpu,
+                             .item_cost = hlb__exec_item_cost(r->ex, models, n_items),
+                             .n_item_cost = HLB__ITEM_COST_SLICES,
+                             .learn_item_cost = 1};
   int rc = hlb_balancer_create(&cfg, &r->b);
   free(desc);
   return rc;
@@ -583,6 +587,7 @@ static int fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_it
   }
   snprintf(s->policy, sizeof s->policy, "%s", hlb_balancer_policy(r->b));
   s->n_items = n_items;
+  s->item_costs_known = hlb_balancer_has_item_cost(r->b);
   s->n_pus = n;
   memcpy(s->pu, r->ex->pu, n * sizeof *s->pu);
   memcpy(s->per_pu, r->st, n * sizeof *s->per_pu);
@@ -731,6 +736,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     int fill_rc = stats ? fill_stats(r, bidx, nb, n_items, stats) : 0;
     /* Before finish(): a failure to store the models must not replace the run's own error. */
     hlb__exec_models_end(ex, cl, &models, r->b, bidx, nb, stats);
+    hlb__exec_item_cost_keep(ex, &models, r->b, n_items);
     rc = finish(r, prep_err);
     rc = rc ? rc : fill_rc;
     remember_rates(r);

@@ -269,9 +269,33 @@ void hlb__exec_models_free(hlb__exec_models *m) {
   memset(m, 0, sizeof *m);
 }
 
+const double *hlb__exec_item_cost(hlb_executor *ex, const hlb__exec_models *m, size_t n_items) {
+  const hlb__exec_memo *e = memo_find(ex, m->key);
+  return e && e->item_cost && e->item_cost_items == n_items ? e->item_cost : NULL;
+}
+
+void hlb__exec_item_cost_keep(hlb_executor *ex, const hlb__exec_models *m, const hlb_balancer *b,
+                              size_t n_items) {
+  hlb__exec_memo *e = memo_find(ex, m->key);
+  if (!e) return; /* remember() could not make the entry: out of memory, nothing to keep */
+  if (!e->item_cost) e->item_cost = malloc(HLB__ITEM_COST_SLICES * sizeof *e->item_cost);
+  if (!e->item_cost) return;
+  /* A run without a usable block (every block failed or was mistimed) leaves nothing to learn:
+   * the next run then starts as if items cost the same. */
+  if (hlb_balancer_item_cost(b, e->item_cost, HLB__ITEM_COST_SLICES) == 0) {
+    e->item_cost_items = n_items;
+  } else {
+    free(e->item_cost);
+    e->item_cost = NULL;
+    hlb_clear_error();
+  }
+}
+
 void hlb__exec_memo_free(hlb_executor *ex) {
-  for (unsigned i = 0; i < ex->n_memo; i++)
+  for (unsigned i = 0; i < ex->n_memo; i++) {
     hlb__model_set_free(&ex->memo[i].set);
+    free(ex->memo[i].item_cost);
+  }
   free(ex->memo);
   ex->memo = NULL;
   ex->n_memo = 0;

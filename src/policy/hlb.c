@@ -331,7 +331,9 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
  * and the guard does not bind. +inf when there is nothing to go by. */
 static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now,
                            double left) {
-  if (!(h->prm[P_TAIL] > 0) || q->miss_n < 2 || !h->planned) return INFINITY;
+  /* Alone, a PU's overrun leaves nobody idle. */
+  if (!(h->prm[P_TAIL] > 0) || q->miss_n < 2 || !h->planned || hlb__plb_alive(h->ctx) < 2)
+    return INFINITY;
   /* The mean miss, not the largest: one odd block (a probe, a spike) would otherwise keep
    * every block small for MISS_RING blocks; on the simulator's cost maps the mean ends nearer
    * the bound with a third of the blocks (docs/benchmarks.md). */

@@ -292,6 +292,46 @@ static void test_models_mode_names(void **st) {
   assert_non_null(strstr(hlb_last_error(), "'maybe'"));
 }
 
+/* The first quarter of the items costs 20 times the rest: a map the second run can use. */
+static int uneven_kernel(const hlb_exec_call *c) {
+  counting *w = c->user;
+  volatile double x = 0;
+  for (size_t i = 0; i < c->count; i++) {
+    int work = c->begin + i < N_ITEMS / 4 ? 4000 : 200;
+    for (int k = 0; k < work; k++)
+      x += k * 1e-9;
+    w->count[c->begin + i]++;
+  }
+  return 0;
+}
+
+/* A second run of a codelet over as many items starts from the item costs the first learnt;
+ * a run over another count does not; every item is processed once in each. */
+static void test_runs_carry_item_costs(void **st) {
+  (void)st;
+  hlb_executor *ex = two_cpus(1.0);
+  counting w;
+  hlb_codelet cl = counting_codelet(&w);
+  cl.name = "uneven";
+  cl.cpu = uneven_kernel;
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.models = HLB_MODELS_OFF;
+  hlb_exec_stats s;
+  memset(&s, 0, sizeof s);
+  const size_t sizes[3] = {N_ITEMS, N_ITEMS, N_ITEMS / 2};
+  const int known[3] = {0, 1, 0};
+  for (int run = 0; run < 3; run++) {
+    memset(&w, 0, sizeof w);
+    assert_int_equal(hlb_executor_run(ex, &cl, sizes[run], &o, &s), 0);
+    assert_once(&w, sizes[run]);
+    if (s.item_costs_known != known[run])
+      fail_msg("run %d over %zu items: item_costs_known %d", run, sizes[run], s.item_costs_known);
+  }
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_pus),
@@ -302,6 +342,7 @@ int main(void) {
       cmocka_unit_test(test_all_fail),
       cmocka_unit_test(test_throttle_and_trace),
       cmocka_unit_test(test_runs_carry_models),
+      cmocka_unit_test(test_runs_carry_item_costs),
       cmocka_unit_test(test_models_mode_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
