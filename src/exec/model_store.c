@@ -69,10 +69,13 @@ static void describe_host(void) {
     cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     memory = (unsigned long long)hwloc_get_root_obj(topo)->total_memory;
   }
-  /* Memory in whole GiB: the kernel reserves a little differently from boot to boot. */
-  snprintf(host_desc, sizeof host_desc, "%s, %d cores, %llu GiB", model ? model : "unknown CPU",
-           cores, memory >> 30);
-  uint64_t h = fnv1a(FNV_START, host_desc, strlen(host_desc));
+  /* The key is the processor and its cores (the devices are in each PU's key). Memory is
+   * only shown: on a VM whose memory is ballooned hwloc's total moved from 10 to 14 GiB within
+   * an hour, and every stored model then looked like another host's. */
+  char what[200];
+  snprintf(what, sizeof what, "%s, %d cores", model ? model : "unknown CPU", cores);
+  snprintf(host_desc, sizeof host_desc, "%s, %llu GiB", what, memory >> 30);
+  uint64_t h = fnv1a(FNV_START, what, strlen(what));
   snprintf(host_key, sizeof host_key, "%016llx", (unsigned long long)h);
   if (loaded) hwloc_topology_destroy(topo);
 }
