@@ -20,7 +20,7 @@ packages=(
   python3               # CLI and MPI tests check JSON and numbers with short scripts
   libjs-chart.js        # hlb report: Chart.js, inlined into the page at build time
   chromium              # hlb report tests render the pages headless (--dump-dom)
-  clang libclang-rt-14-dev  # libFuzzer targets (tests/fuzz, make test-fuzz)
+  clang libclang-rt-14-dev libomp-14-dev  # libFuzzer targets (tests/fuzz, make test-fuzz); clang's OpenMP
 )
 
 missing=()
