@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Pages of `hlb report`, rendered in headless Chromium (--dump-dom), checked on the DOM the
-page's script computed: per-PU items equal the run's --json, every drawn chart has axis ticks
+page's script computed: the traces carry the command's --json ("hlb") and the header says what
+ran from it (app, size, devices, the policy's parameters), per-PU items equal the run's --json, every drawn chart has axis ticks
 and a legend (as Chart.js computed them), "where the time went" names the throttled PU and the
 released device, a simulator page has one section per policy, an MPI page shows its ranks.
 
@@ -43,11 +44,27 @@ def hlb(*args, rc=0, stdout=None):
     return p
 
 
-def with_facts(trace, facts_json, out):
-    """The trace with the run's --json as its top-level "hlb" object (what the writers would add)."""
+def check_facts(trace, out_json):
+    """The writer put the command's --json into the trace as its top-level "hlb" object: a user
+    who only passes --trace gets a page that says what ran."""
     t = json.load(open(path(trace)))
-    t["hlb"] = json.load(open(path(facts_json)))
+    out = json.load(open(path(out_json)))
+    if t.get("hlb") != out:
+        fail(f"{trace}: its \"hlb\" object is not what --json printed: {str(t.get('hlb'))[:300]}")
+
+
+def without_facts(trace, out):
+    """The trace as an older hlb wrote it, blocks only: the page must degrade, not break."""
+    t = json.load(open(path(trace)))
+    t.pop("hlb", None)
     json.dump(t, open(path(out), "w"))
+
+
+def check_header(page, dom, want):
+    """Each (fact, text) in want: the header's fact contains the text."""
+    for fact, text in want:
+        if text not in dom.header.get(fact, ""):
+            fail(f"{page}: header '{fact}' is '{dom.header.get(fact)}', expected it to contain '{text}'")
 
 
 class Dom(HTMLParser):
@@ -57,12 +74,21 @@ class Dom(HTMLParser):
         super().__init__()
         self.sections, self.body, self.ranks = [], {}, None
         self.row, self.cell, self.text_of = None, None, None
+        # The header's facts ("what ran", "PUs", ...): dt text -> dd text, before any section.
+        self.header, self.dt, self.in_dt, self.dd = {}, "", False, None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         sec = self.sections[-1] if self.sections else None
         if tag == "body":
             self.body = a
+        elif tag == "dt" and not self.sections:
+            self.dt, self.in_dt = "", True
+        elif tag == "dd" and not self.sections:
+            self.dd = self.dt
+            self.header[self.dd] = ""
+            if "data-ranks" in a:
+                self.ranks = int(a["data-ranks"])
         elif tag == "dd" and "data-ranks" in a:
             self.ranks = int(a["data-ranks"])
         elif tag == "section" and "data-run" in a:
@@ -92,8 +118,14 @@ class Dom(HTMLParser):
             sec["charts"].append(a)
         elif tag == "dd" and a.get("class") in ("bound", "ideal"):
             sec[a["class"]] = float(a["data-s"])
+        elif tag == "span" and "data-param" in a:
+            sec.setdefault("params", {})[a["data-param"]] = a.get("class") == "given"
 
     def handle_endtag(self, tag):
+        if tag == "dt":
+            self.in_dt = False
+        if tag == "dd":
+            self.dd = None
         if tag == "td":
             self.cell = None
         if tag == "tr":
@@ -102,6 +134,10 @@ class Dom(HTMLParser):
             self.text_of = None
 
     def handle_data(self, data):
+        if self.in_dt:
+            self.dt += data
+        elif self.dd is not None:
+            self.header[self.dd] += data
         if self.cell is not None:
             self.cell[-1] += data
         if self.text_of is not None:
@@ -166,7 +202,15 @@ def exec_page():
         stdout="t.out.json")
     hlb("report", path("t.json"), "-o", path("t.html"))
     run = json.load(open(path("t.out.json")))
-    sec = render("t.html").sections[0]
+    check_facts("t.json", "t.out.json")
+    dom = render("t.html")
+    sec = dom.sections[0]
+    check_header("t.html", dom, [("what ran", f"app matmul, size {run['size']}, {run['items']} items")] +
+                 [("PUs", f"{p['name']} ({p['kind']}, {p['device']})") for p in run["pus"]])
+    # Every parameter of the policy with its value, none given here.
+    params = sec.get("params", {})
+    if "tail_idle" not in params or "probe_fraction" not in params or any(params.values()):
+        fail(f"t.html: the hlb policy's parameters (defaults) are not all shown: {params}")
     check_items("t.html", sec, [(p["name"], p["items"], p["blocks"]) for p in run["pus"]])
     # Blocks the policy predicted, from the trace itself: how often the run got that far varies.
     blocks = [e for e in json.load(open(path("t.json")))["traceEvents"] if e.get("cat") == "block"]
@@ -181,6 +225,9 @@ def exec_page():
     if missed and (not f or f"{len(missed)} of cpu" not in f["text"]):
         fail(f"t.html: {len(missed)} of the throttled PU's blocks took over 1.5x or under 1/1.5 of their prediction; "
              f"the list says {f}")
+    # hlb's misprediction guard is the knob that bounds what a mispredicted block costs.
+    if f and "tail_idle" not in f["text"]:
+        fail(f"t.html: the mispredicted line does not name tail_idle: {f['text']}")
 
 
 def release_page():
@@ -196,33 +243,39 @@ def release_page():
     released = [p for p in run["pus"] if p["released"]]
     if [p["name"] for p in released] != ["opencl:0"]:
         sys.exit(f"FAIL: expected opencl:0 to be released: {run['pus']}")
-    for trace, page in (("rel.json", "rel.html"), ("rel-facts.json", "rel-facts.html")):
-        if trace == "rel-facts.json":
-            with_facts("rel.json", "rel.out.json", trace)
+    check_facts("rel.json", "rel.out.json")
+    for trace, page in (("rel-blocks.json", "rel-blocks.html"), ("rel.json", "rel.html")):
+        if trace == "rel-blocks.json":
+            without_facts("rel.json", trace)
         hlb("report", path(trace), "-o", path(page))
         sec = render(page).sections[0]
+        # Given and default parameters from the run's facts; none claimed from blocks alone.
+        want = {"chunk": True, "initial_fraction": False} if trace == "rel.json" else {}
+        if sec.get("params", {}) != want:
+            fail(f"{page}: greedy's parameters {sec.get('params')}, expected {want} (chunk=4000 given)")
         check_items(page, sec, [(p["name"], p["items"], p["blocks"]) for p in run["pus"]])
         check_charts(page, sec, ["gantt", "sizes", "fit", "done", "tail"])
         if not finding(sec, "released", "opencl:0"):
             fail(f"{page}: 'where the time went' does not name the released opencl:0: {sec['findings']}")
         if not finding(sec, "throttle", "cpu"):
             fail(f"{page}: the throttled cpu PU is not named")
-    # With the run's facts the reason is the executor's own.
+    # With the run's facts (as hlb run --trace writes them) the reason is the executor's own.
     row = next(p for p in sec["pus"] if p["name"] == "opencl:0")
     if released[0]["release_reason"] not in row["cells"][-1]:
-        fail(f"rel-facts.html: opencl:0's status '{row['cells'][-1]}' lacks the run's reason")
+        fail(f"rel.html: opencl:0's status '{row['cells'][-1]}' lacks the run's reason")
 
 
 def sim_page():
     preset = os.path.join(PRESETS, "plbhec-2machines-matmul.json")
     hlb("sim", preset, "--items", "20000", "--policy", "all", "--trace", path("s.json"), "--json",
         stdout="s.out.json")
-    with_facts("s.json", "s.out.json", "s-facts.json")
-    hlb("report", path("s-facts.json"), "-o", path("s.html"))
+    check_facts("s.json", "s.out.json")
+    hlb("report", path("s.json"), "-o", path("s.html"))
     sim = json.load(open(path("s.out.json")))
     names = [p["name"] for p in sim["policies"]]
     for fragment, shown in (("", names[0]), ("#run=hlb", "hlb")):
         dom = render("s.html", fragment)
+        check_header("s.html", dom, [("what ran", f"cluster {preset}, 20000 items, seed 1")])
         if [s["run"] for s in dom.sections] != names:
             fail(f"s.html: sections {[s['run'] for s in dom.sections]}, --json has policies {names}")
         visible = [s for s in dom.sections if not s["hidden"]]
@@ -233,6 +286,8 @@ def sim_page():
         pol = sim["policies"][names.index(shown)]
         check_items("s.html", sec, [(n, i, None) for n, i in pol["items_per_pu"].items()])
         check_charts("s.html", sec, ["gantt", "sizes", "fit", "done", "tail"])
+        if shown == "hlb" and "tail_idle" not in sec.get("params", {}):
+            fail(f"s.html#run=hlb: the hlb policy's parameters are not shown: {sec.get('params')}")
         if sec["bound"] is None or abs(sec["bound"] / sim["lower_bound_s"] - 1) > 1e-6:
             fail(f"s.html: bound {sec['bound']}, --json lower_bound_s {sim['lower_bound_s']}")
 
@@ -250,8 +305,8 @@ def mpi_page():
             sys.exit(77)
         sys.exit(f"FAIL: mpirun hlb run --mpi: exit {p.returncode}\n{p.stderr}")
     open(path("m.out.json"), "w").write(p.stdout)
-    with_facts("m.json", "m.out.json", "m-facts.json")
-    hlb("report", path("m-facts.json"), "-o", path("m.html"))
+    check_facts("m.json", "m.out.json")
+    hlb("report", path("m.json"), "-o", path("m.html"))
     run = json.load(open(path("m.out.json")))
     dom = render("m.html")
     sec = dom.sections[0]

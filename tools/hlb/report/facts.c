@@ -86,8 +86,11 @@ static void exec_facts(const cJSON *facts, hlb__report *r) {
 
 static void sim_facts(const cJSON *facts, hlb__report *r) {
   double bound = number(facts, "lower_bound_s");
-  for (unsigned i = 0; i < r->n_runs; i++)
+  const char *params = text(facts, "params");
+  for (unsigned i = 0; i < r->n_runs; i++) {
     r->runs[i].bound_s = bound;
+    if (params) snprintf(r->runs[i].params, sizeof r->runs[i].params, "%s", params);
+  }
   const char *cluster = text(facts, "cluster");
   snprintf(r->what, sizeof r->what, "cluster %s, %.0f items, seed %.0f", cluster ? cluster : "?",
            number(facts, "items"), number(facts, "seed"));

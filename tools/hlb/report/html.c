@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hlb/policy.h"
 #include "report/report.h"
 
 /* Drawing limits: Chart.js draws about 10^4 bars or points in well under a second; beyond
@@ -140,10 +141,61 @@ static void header(FILE *f, const hlb__report *r) {
   fputs("</header>\n", f);
 }
 
+/* The value `text` ("name=value,name=value", as --params) gives `name`, into val; 0 if none. */
+static int given_param(const char *text, const char *name, char *val, size_t n) {
+  size_t len = strlen(name);
+  for (const char *p = text; *p;) {
+    const char *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    if ((size_t)(end - p) > len && !strncmp(p, name, len) && p[len] == '=') {
+      snprintf(val, n, "%.*s", (int)(end - p - len - 1), p + len + 1);
+      return 1;
+    }
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+/* Every parameter of the policy as the run used it: the ones given (--params, in bold) and the
+ * others' defaults from the library's table, so that the knobs "where the time went" names
+ * can be read with their values. A policy this hlb does not know shows what was given. */
+static void policy_params(FILE *f, const hlb__report *r, const hlb__rrun *run) {
+  const hlb_policy_ops *ops = hlb_policy_find(run->name);
+  if (!ops && !run->params[0]) return;
+  fputs("<dt>parameters</dt><dd class='params'>", f);
+  /* Without the run's facts the trace does not say what was given: no values are claimed. */
+  if (!r->has_facts) {
+    fputs("not recorded in this trace", f);
+    if (ops && ops->n_params) {
+      fputs(" (the policy's defaults: ", f);
+      for (unsigned k = 0; k < ops->n_params; k++)
+        fprintf(f, "%s%s=%g", k ? ", " : "", ops->params[k].name, ops->params[k].dflt);
+      fputs(")", f);
+    }
+  } else if (!ops) {
+    esc(f, run->params);
+  } else if (!ops->n_params) {
+    fputs("none", f);
+  } else {
+    for (unsigned k = 0; k < ops->n_params; k++) {
+      char v[64];
+      int given = given_param(run->params, ops->params[k].name, v, sizeof v);
+      if (!given) snprintf(v, sizeof v, "%g", ops->params[k].dflt);
+      fprintf(f, "%s<span data-param='%s'%s>%s=", k ? ", " : "", ops->params[k].name,
+              given ? " class='given'" : "", ops->params[k].name);
+      esc(f, v);
+      fputs("</span>", f);
+    }
+    fputs(run->params[0] ? " (given ones in bold, the others are defaults)" : " (defaults)", f);
+  }
+  fputs("</dd>", f);
+}
+
 static void run_facts(FILE *f, const hlb__report *r, const hlb__rrun *run) {
   fprintf(f, "<dl class='facts'><dt>makespan</dt><dd class='makespan' data-s='%.9g'>%.4g s</dd>",
           run->makespan_s, run->makespan_s);
   fprintf(f, "<dt>items done</dt><dd>%.0f</dd>", run->items);
+  policy_params(f, r, run);
   if (isfinite(run->ideal_s))
     fprintf(f,
             "<dt>fitted-ideal split</dt><dd class='ideal' data-s='%.9g'>%.4g s over %u PU%s "

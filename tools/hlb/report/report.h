@@ -119,7 +119,7 @@ typedef struct hlb__finding {
   char pu[128];     /* the PU it is about, "" for the whole run */
   double cost_s;    /* time it stands for, to order the list */
   char text[512];   /* what happened, with its figure */
-  char change[384]; /* what a user could change */
+  char change[512]; /* what a user could change */
 } hlb__finding;
 
 /* The findings of one run, most costly first; returns how many (at most max). */
