@@ -263,6 +263,19 @@ def release_page():
     row = next(p for p in sec["pus"] if p["name"] == "opencl:0")
     if released[0]["release_reason"] not in row["cells"][-1]:
         fail(f"rel.html: opencl:0's status '{row['cells'][-1]}' lacks the run's reason")
+    # The block opencl:0 had in flight when released was dropped, not failed: the page counts
+    # failed blocks as --json does, and the Gantt names the dropped one apart. (That the run
+    # had one in flight depends on timing: the trace says.)
+    dropped = [e for e in json.load(open(path("rel.json")))["traceEvents"]
+               if e.get("cat") == "failed" and e["tid"] == run["pus"].index(released[0])]
+    failed_cell = row["cells"][8]
+    if not failed_cell.startswith(f"{released[0]['failed_blocks']} blocks"):
+        fail(f"rel.html: opencl:0's failed cell '{failed_cell}', --json failed_blocks {released[0]['failed_blocks']}")
+    gantt = next(c for c in sec["charts"] if c["data-chart"] == "gantt")
+    if dropped and ("dropped at its release" not in failed_cell or
+                    "dropped at release" not in gantt.get("data-legend", "")):
+        fail(f"rel.html: the block dropped at opencl:0's release is not told apart: cell '{failed_cell}', "
+             f"Gantt legend '{gantt.get('data-legend')}'")
 
 
 def sim_page():

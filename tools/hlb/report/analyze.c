@@ -152,6 +152,27 @@ static void infer_stopped(hlb__rrun *run) {
   }
 }
 
+/* The block a released PU had in flight is traced as failed (cat "failed"): its output was
+ * dropped and its items redone elsewhere. That is the release, not a failure of the device,
+ * and the run's --json does not count it in failed_blocks, so neither does the page. Only when
+ * the run's facts say the PU was released: a PU inferred stopped may have been retired. */
+static void mark_dropped(hlb__rrun *run) {
+  for (unsigned p = 0; p < run->n_pus; p++) {
+    hlb__rpu *u = &run->pu[p];
+    if (!u->stopped_known || !u->stopped[0] || !strncmp(u->stopped, "retired: ", 9)) continue;
+    for (size_t k = 0; k < run->n; k++) {
+      hlb__rblock *b = &run->b[k];
+      if (b->pu != p || b->failed != 1 || b->end_s < u->last_end_s) continue;
+      b->failed = 2;
+      u->failed_blocks--;
+      u->failed_items -= b->count;
+      u->failed_s -= b->end_s - b->start_s;
+      u->dropped_items += b->count;
+      u->dropped_s += b->end_s - b->start_s;
+    }
+  }
+}
+
 /* Under MPI every rank may have a PU of the same name: the page says NAME@RANK, as --throttle
  * and --inject spell it; other repeats get "#k". */
 static void labels(hlb__rrun *run) {
@@ -177,6 +198,7 @@ void hlb__report_analyze(hlb__report *r) {
     labels(run);
     run->makespan_s = trace_makespan(r, run);
     block_figures(run);
+    mark_dropped(run);
     prediction_figures(run);
     for (unsigned p = 0; p < run->n_pus; p++) {
       hlb__rpu *u = &run->pu[p];

@@ -186,6 +186,7 @@ static void not_worth(list *L, const hlb__rrun *run) {
  * dropped and its items redone. That is part of the release, not a failure of the device. */
 static int dropped_at_release(const hlb__rrun *run, const hlb__rblock *b) {
   const hlb__rpu *u = &run->pu[b->pu];
+  if (b->failed == 2) return 1; /* marked from the run's facts (analyze.c) */
   return b->failed && u->stopped[0] && strstr(u->stopped, "retired: ") != u->stopped &&
          b->end_s >= u->last_end_s;
 }

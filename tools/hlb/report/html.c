@@ -278,10 +278,13 @@ static void pu_table(FILE *f, const hlb__rrun *run) {
     esc(f, u->where[0] ? u->where : "-");
     fprintf(f,
             "</td><td class='items'>%.0f</td><td class='blocks'>%zu</td><td>%.4g</td><td>%.4g</td>"
-            "<td>%.4g</td><td>%.4g (%.4g)</td><td>%zu blocks, %.4g s, %.0f items</td><td>%.4g</td>",
+            "<td>%.4g</td><td>%.4g (%.4g)</td><td class='failed'>%zu blocks, %.4g s, %.0f items",
             u->items, u->blocks, u->busy_s, u->transfer_s, u->throttle_s, u->idle_s, u->tail_idle_s,
-            u->failed_blocks, u->failed_s, u->failed_items,
-            u->busy_s > 0 ? u->items / u->busy_s : 0);
+            u->failed_blocks, u->failed_s, u->failed_items);
+    if (u->dropped_items > 0)
+      fprintf(f, "; dropped at its release: a block of %.0f items, %.4g s", u->dropped_items,
+              u->dropped_s);
+    fprintf(f, "</td><td>%.4g</td>", u->busy_s > 0 ? u->items / u->busy_s : 0);
     if (u->fitted && isfinite(run->ideal_s))
       fprintf(f, "<td>%.0f</td>", u->ideal_items);
     else
@@ -510,7 +513,8 @@ static void run_json(FILE *f, const hlb__rrun *run) {
 static const char *const charts[][2] = {
     {"gantt", "Blocks per PU over time (Gantt). Each bar is a block in its PU's colour: solid is "
               "compute, pale is transfer, hatched is the emulated throttle's sleep, black is a "
-              "failed block, and the outlined light bars are idle time. Hover a bar for its items "
+              "failed block, crossed black a block dropped when its PU was released, and the "
+              "outlined light bars are idle time. Hover a bar for its items "
               "and times."},
     {"sizes", "Block size over time: each point is a block at its start; a good policy shrinks "
               "blocks towards the end so that the PUs finish together."},

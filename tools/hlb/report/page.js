@@ -26,6 +26,21 @@
     return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
   }
   const patterns = {};
+  /* Black crossed with white: a dropped block, unlike the throttle's diagonal hatch. */
+  function crossed() {
+    if (patterns.crossed) return patterns.crossed;
+    const c = document.createElement('canvas');
+    c.width = c.height = 8;
+    const g = c.getContext('2d');
+    g.fillStyle = '#000000';
+    g.fillRect(0, 0, 8, 8);
+    g.strokeStyle = '#ffffff';
+    g.lineWidth = 1.2;
+    g.beginPath();
+    g.moveTo(0, 0); g.lineTo(8, 8); g.moveTo(8, 0); g.lineTo(0, 8);
+    g.stroke();
+    return (patterns.crossed = g.createPattern(c, 'repeat'));
+  }
   function hatch(color) {
     if (patterns[color]) return patterns[color];
     const c = document.createElement('canvas');
@@ -66,12 +81,13 @@
 
   function gantt(run) {
     const names = run.pus.map(function (p) { return p.name; });
-    const kinds = {compute: [], transfer: [], throttle: [], failed: [], idle: []};
+    const kinds = {compute: [], transfer: [], throttle: [], failed: [], dropped: [], idle: []};
     const lastEnd = run.pus.map(function () { return 0; });
     run.gantt.forEach(function (e, i) {
       const pu = e[0], s = e[1], end = e[2], th = run.pus[pu].throttle || 1;
       if (s > lastEnd[pu] + 1e-12) kinds.idle.push({x: [lastEnd[pu], s], y: names[pu], e: -1, pu: pu});
       lastEnd[pu] = Math.max(lastEnd[pu], end);
+      if (e[8] === 2) { kinds.dropped.push({x: [s, end], y: names[pu], e: i, pu: pu}); return; }
       if (e[8]) { kinds.failed.push({x: [s, end], y: names[pu], e: i, pu: pu}); return; }
       const tr = Math.min(e[7], end - s), cp = Math.min(e[6], end - s - tr);
       const real = cp / th;
@@ -87,17 +103,21 @@
       transfer: function (c) { return c.raw ? alpha(run.pus[c.raw.pu].color, 0.3) : GREY; },
       throttle: function (c) { return c.raw ? hatch(run.pus[c.raw.pu].color) : GREY; },
       failed: function () { return '#000000'; },
+      dropped: function () { return crossed(); },
       idle: function () { return '#f2f2f2'; }
     };
-    const order = ['idle', 'transfer', 'compute', 'throttle', 'failed'];
+    const order = ['idle', 'transfer', 'compute', 'throttle', 'failed', 'dropped'];
     const datasets = order.map(function (k) {
       return {label: k, data: kinds[k], backgroundColor: fill[k], grouped: false,
               borderColor: k === 'idle' ? '#bbbbbb' : 'rgba(0,0,0,0.25)', borderWidth: k === 'idle' ? 1 : 0.5,
               borderSkipped: false, barPercentage: 0.9, categoryPercentage: 0.9};
     });
-    const legend = legendOf([['compute', GREY], ['transfer', alpha(GREY, 0.3), GREY],
-                             ['emulated throttle', hatch(GREY), GREY], ['failed block', '#000000'],
-                             ['idle', '#f2f2f2', '#bbbbbb']]);
+    const entries = [['compute', GREY], ['transfer', alpha(GREY, 0.3), GREY],
+                     ['emulated throttle', hatch(GREY), GREY], ['failed block', '#000000']];
+    /* A released PU's block in flight is dropped, not failed: crossed black, named only when
+     * there is one, as the table and the list name it. */
+    if (kinds.dropped.length) entries.push(['dropped at release', crossed(), '#000000']);
+    const legend = legendOf(entries.concat([['idle', '#f2f2f2', '#bbbbbb']]));
     return {type: 'bar', data: {labels: names, datasets: datasets},
       options: {indexAxis: 'y',
         scales: {x: axis('time since the run started', 'linear', seconds, {min: 0, max: run.makespan}),

@@ -25,7 +25,8 @@ typedef struct hlb__rblock {
   double begin, count; /* item range */
   double transfer_s, compute_s;
   double predicted_s; /* < 0: the policy had no prediction (training) */
-  int failed;         /* failed or lost: its items went back to the pool */
+  int failed;         /* failed or lost: its items went back to the pool; 2: dropped because
+                         its PU was released while it ran (a release, not a failure) */
 } hlb__rblock;
 
 typedef struct hlb__rpu {
@@ -39,7 +40,7 @@ typedef struct hlb__rpu {
   int stopped_known; /* 1: the reason comes from the run's facts; 0: inferred from the trace */
 
   /* Figures (analyze.c) */
-  double items, failed_items;
+  double items, failed_items, dropped_items, dropped_s; /* dropped: failed == 2 */
   size_t blocks, failed_blocks;
   double busy_s, transfer_s, throttle_s, failed_s, idle_s, tail_idle_s, gaps_s;
   double first_start_s, last_end_s;
