@@ -200,11 +200,23 @@ static void run_facts(FILE *f, const hlb__report *r, const hlb__rrun *run) {
     fprintf(f,
             "<dt>fitted-ideal split</dt><dd class='ideal' data-s='%.9g'>%.4g s over %u PU%s "
             "(equal finish times on the fitted curves, PLB-HeC III.C); the run took "
-            "<b>%+.1f %%</b> longer</dd>",
+            "<b>%+.1f %%</b> longer",
             run->ideal_s, run->ideal_s, run->ideal_pus, run->ideal_pus == 1 ? "" : "s",
             100 * (run->makespan_s / run->ideal_s - 1));
-  else
-    fputs("<dt>fitted-ideal split</dt><dd>not computed: no PU did blocks of two sizes</dd>", f);
+  if (isfinite(run->ideal_s)) {
+    unsigned scaled = 0;
+    for (unsigned p = 0; p < run->n_pus; p++)
+      scaled += run->pu[p].fitted && run->pu[p].scaled != 1;
+    if (scaled)
+      fprintf(f, " (%u curve%s scaled to %s blocks' busy time: see the model column)", scaled,
+              scaled == 1 ? "" : "s", scaled == 1 ? "its" : "their");
+    fputs("</dd>", f);
+  } else
+  {
+    fputs("<dt>fitted-ideal split</dt><dd>not computed: ", f);
+    esc(f, run->ideal_why[0] ? run->ideal_why : "no PU finished a block");
+    fputs("</dd>", f);
+  }
   if (isfinite(run->bound_s))
     fprintf(f,
             "<dt>simulator's lower bound</dt><dd class='bound' data-s='%.9g'>%.4g s; gap <b>%+.1f "
@@ -247,7 +259,19 @@ void hlb__report_findings_html(FILE *f, const hlb__finding *list, size_t n) {
 
 static void model_cell(FILE *f, const hlb__rpu *u) {
   if (!u->fitted) {
-    fputs("<td class='model'>none (fewer than two block sizes)</td>", f);
+    fputs("<td class='model'>none (no finished block)</td>", f);
+    return;
+  }
+  if (u->rate_only) {
+    fprintf(f, "<td class='model' data-rate='%.6g'>its rate, %.4g items/s (", u->items / u->busy_s,
+            u->items / u->busy_s);
+    if (u->refused[0]) {
+      fputs("the curve fitted to its blocks cannot be solved over the run's items: ", f);
+      esc(f, u->refused);
+    } else {
+      fputs("all its blocks were of one size: no curve to fit", f);
+    }
+    fputs(")</td>", f);
     return;
   }
   fputs("<td class='model'>F = ", f);
@@ -258,8 +282,14 @@ static void model_cell(FILE *f, const hlb__rpu *u) {
               hlb_term_name((hlb_term)k));
       first = 0;
     }
-  fprintf(f, " (u = x / %.4g); R&sup2; %.3f; %s</td>", u->curve.scale, u->r2,
+  fprintf(f, " (u = x / %.4g); R&sup2; %.3f; %s", u->curve.scale, u->r2,
           u->fit_from_run ? "the run's model" : "fitted here from its blocks");
+  if (u->scaled != 1)
+    fprintf(f,
+            "; <span class='scaled' data-scaled='%.6g'>scaled x%.3g: as fitted it gave %.3g s "
+            "for its blocks, which took %.3g s</span>",
+            u->scaled, u->scaled, u->curve_sum_s, u->busy_s);
+  fputs("</td>", f);
 }
 
 static void pu_table(FILE *f, const hlb__rrun *run) {
@@ -484,6 +514,7 @@ static void pus_json(FILE *f, const hlb__rrun *run) {
     json_str(f, u->stopped);
     fputs(",\"r2\":", f);
     json_num(f, u->fitted ? u->r2 : NAN);
+    fprintf(f, ",\"rate_only\":%d", u->rate_only);
     fputs(",\"curve\":", f);
     curve(f, u);
     fputs("}", f);

@@ -194,12 +194,12 @@
     run.pus.forEach(function (p, pu) {
       ds.push({label: p.name + ' blocks', borderColor: p.color, backgroundColor: alpha(p.color, 0.75), pointRadius: 2.5,
                data: pts.filter(function (b) { return b[0] === pu; }).map(function (b) { return {x: b[3], y: b[2]}; })});
-      if (p.curve) ds.push({type: 'line', label: p.name + ' fit (R² ' + (p.r2 === null ? '?' : p.r2.toFixed(3)) + ')',
+      if (p.curve) ds.push({type: 'line', label: p.name + (p.rate_only ? ' rate (one block size)' : ' fit (R² ' + (p.r2 === null ? '?' : p.r2.toFixed(3)) + ')'),
                             borderColor: p.color, backgroundColor: p.color, borderWidth: 2, pointRadius: 0,
                             data: p.curve.map(function (q) { return {x: q[0], y: q[1]}; })});
     });
     const none = run.pus.filter(function (p) { return !p.curve; }).map(function (p) { return p.name; });
-    if (none.length) note.textContent = 'No curve for ' + none.join(', ') + ': fewer than two block sizes.';
+    if (none.length) note.textContent = 'No curve for ' + none.join(', ') + ': no finished block.';
     return {type: 'scatter', data: {datasets: ds},
       options: {scales: {x: axis('block size (items)', 'logarithmic', count), y: axis('block time (compute + transfer)', 'logarithmic', seconds)}}};
   }

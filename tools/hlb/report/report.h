@@ -47,8 +47,14 @@ typedef struct hlb__rpu {
   double max_count;
   int fitted;       /* 1: curve holds a model */
   int fit_from_run; /* 1: the run's own model (its facts); 0: fitted here from the blocks */
+  int rate_only;    /* 1: the curve is its items per busy second: its blocks were of one size,
+                       or (refused[0]) the curve fitted to them cannot be solved */
+  char refused[160]; /* why the fitted curve was not used */
   hlb_curve curve;
   double r2;
+  double scaled;       /* the curve was multiplied by this to add up to the busy time of the
+                          PU's blocks; 1 when it did within CURVE_BAND (analyze.c) */
+  double curve_sum_s;  /* what the curve, as fitted, gave for the PU's blocks together */
   unsigned terms;
   double ideal_items; /* the fitted-ideal split's share */
   double without_s;   /* the fitted-ideal makespan without this PU; NaN when not computed */
@@ -69,6 +75,7 @@ typedef struct hlb__rrun {
   double bound_s; /* the simulator's lower bound; NaN when the trace does not record it */
   double ideal_s; /* the fitted-ideal split's makespan; NaN when not enough fits */
   unsigned ideal_pus;
+  char ideal_why[256]; /* why the ideal split was not computed, when it was not */
 } hlb__rrun;
 
 /* One sampling interval of an SPMD trace (src/mpi/spmd_trace.c): what each rank measured and
