@@ -179,6 +179,10 @@ def check_charts(page, sec, expect_drawn):
                 fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' has no {attr}")
         if len(c.get("data-ticks-x", "").split("|")) < 2 or len(c.get("data-ticks-y", "").split("|")) < 2:
             fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' has fewer than two ticks on an axis")
+        for axis in ("data-ticks-x", "data-ticks-y"):
+            ticks = [t for t in c.get(axis, "").split("|") if t]
+            if len(set(ticks)) != len(ticks):
+                fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' repeats a tick label on {axis}: {ticks}")
 
 
 def check_items(page, sec, json_pus):

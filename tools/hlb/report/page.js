@@ -19,7 +19,9 @@
     return +v.toPrecision(4) + ' s';
   }
   function count(v) {
-    return Math.abs(v) >= 1e4 ? v.toExponential(0) : String(+v.toPrecision(4));
+    /* Three significant digits in exponent form: one made neighbouring ticks read the same
+     * (1.8e+6 and 1.6e+6 both "2e+6"). */
+    return Math.abs(v) >= 1e4 ? v.toExponential(2).replace(/\.?0+e/, 'e') : String(+v.toPrecision(4));
   }
   function alpha(hex, a) {
     const n = parseInt(hex.slice(1), 16);
@@ -106,10 +108,19 @@
       dropped: function () { return crossed(); },
       idle: function () { return '#f2f2f2'; }
     };
+    /* Outlines only on bars a few pixels wide: on hundreds of sub-pixel blocks they were all
+     * that showed, and a busy PU's row read as grey, idle. */
+    function border(w) {
+      return function (c) {
+        const d = c.raw, area = c.chart.chartArea;
+        if (!d || !area) return w;
+        return (d.x[1] - d.x[0]) / run.makespan * (area.right - area.left) < 4 ? 0 : w;
+      };
+    }
     const order = ['idle', 'transfer', 'compute', 'throttle', 'failed', 'dropped'];
     const datasets = order.map(function (k) {
       return {label: k, data: kinds[k], backgroundColor: fill[k], grouped: false,
-              borderColor: k === 'idle' ? '#bbbbbb' : 'rgba(0,0,0,0.25)', borderWidth: k === 'idle' ? 1 : 0.5,
+              borderColor: k === 'idle' ? '#bbbbbb' : 'rgba(0,0,0,0.25)', borderWidth: border(k === 'idle' ? 1 : 0.5),
               borderSkipped: false, barPercentage: 0.9, categoryPercentage: 0.9};
     });
     const entries = [['compute', GREY], ['transfer', alpha(GREY, 0.3), GREY],
