@@ -211,6 +211,13 @@ def exec_page():
     hlb("report", path("t.json"), "-o", path("t.html"))
     run = json.load(open(path("t.out.json")))
     check_facts("t.json", "t.out.json")
+    # One self-contained file: nothing loaded from elsewhere (the charts being drawn, checked
+    # below, shows Chart.js is inlined).
+    import re
+    external = re.findall(r"<(?:script|link|img|iframe|object|embed)\b[^>]*\b(?:src|href)=[^>]*>",
+                          open(path("t.html")).read(), re.I)
+    if external:
+        fail(f"t.html loads other files: {external[:3]}")
     dom = render("t.html")
     sec = dom.sections[0]
     check_header("t.html", dom, [("what ran", f"app matmul, size {run['size']}, {run['items']} items")] +
