@@ -360,6 +360,7 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
   cJSON_AddBoolToObject(o, "verified", r->verified);
   if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
   cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
+  cJSON_AddNumberToObject(o, "policy_s", s->solver_s); /* the policy's decisions, in all */
   cJSON_AddStringToObject(o, "models", !ranks && s->models_from == HLB_MODELS_STORED ? "stored"
                                                                                       : "trained");
   if (!ranks && s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);

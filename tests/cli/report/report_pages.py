@@ -93,7 +93,7 @@ class Dom(HTMLParser):
             self.ranks = int(a["data-ranks"])
         elif tag == "section" and "data-run" in a:
             self.sections.append({"run": a["data-run"], "hidden": "hidden" in a, "pus": [],
-                                  "findings": [], "charts": [], "bound": None, "ideal": None,
+                                  "findings": [], "charts": [], "bound": None, "ideal": None, "policy": None,
                                   "moves": [], "moves_dd": None, "links": {}})
         elif sec is None:
             return
@@ -120,7 +120,7 @@ class Dom(HTMLParser):
             self.text_of = sec["findings"][-1]
         elif tag == "figure" and "data-chart" in a:
             sec["charts"].append(a)
-        elif tag == "dd" and a.get("class") in ("bound", "ideal"):
+        elif tag == "dd" and a.get("class") in ("bound", "ideal", "policy"):
             sec[a["class"]] = float(a["data-s"])
         elif tag == "span" and "data-param" in a:
             sec.setdefault("params", {})[a["data-param"]] = a.get("class") == "given"
@@ -222,6 +222,9 @@ def exec_page():
     sec = dom.sections[0]
     check_header("t.html", dom, [("what ran", f"app matmul, size {run['size']}, {run['items']} items")] +
                  [("PUs", f"{p['name']} ({p['kind']}, {p['device']})") for p in run["pus"]])
+    # The policy's decision time, as the run measured it.
+    if sec["policy"] is None or abs(sec["policy"] - run["policy_s"]) > 1e-9 + 1e-6 * run["policy_s"]:
+        fail(f"t.html: policy decisions {sec['policy']} s, --json policy_s {run['policy_s']}")
     # Every parameter of the policy with its value, none given here.
     params = sec.get("params", {})
     if "tail_idle" not in params or "probe_fraction" not in params or any(params.values()):

@@ -68,6 +68,7 @@ static void exec_pu(const cJSON *f, hlb__rpu *p, int *max_rank) {
 
 static void exec_facts(const cJSON *facts, hlb__report *r) {
   hlb__rrun *run = &r->runs[0];
+  run->policy_s = number(facts, "policy_s");
   const char *params = text(facts, "params");
   if (params) snprintf(run->params, sizeof run->params, "%s", params);
   snprintf(r->what, sizeof r->what, "app %s, size %.0f, %.0f items",

@@ -196,6 +196,16 @@ static void run_facts(FILE *f, const hlb__report *r, const hlb__rrun *run) {
           run->makespan_s, run->makespan_s);
   fprintf(f, "<dt>items done</dt><dd>%.0f</dd>", run->items);
   policy_params(f, r, run);
+  if (isfinite(run->policy_s)) {
+    size_t blocks = 0;
+    for (unsigned p = 0; p < run->n_pus; p++)
+      blocks += run->pu[p].blocks + run->pu[p].failed_blocks;
+    fprintf(f,
+            "<dt>policy decisions</dt><dd class='policy' data-s='%.9g'>%.3g s in all, %.3g ms "
+            "per block, %.2g %% of the makespan</dd>",
+            run->policy_s, run->policy_s, 1e3 * run->policy_s / (double)(blocks ? blocks : 1),
+            100 * run->policy_s / run->makespan_s);
+  }
   if (isfinite(run->ideal_s))
     fprintf(f,
             "<dt>fitted-ideal split</dt><dd class='ideal' data-s='%.9g'>%.4g s over %u PU%s "

@@ -73,6 +73,7 @@ typedef struct hlb__rrun {
   double makespan_s;
   double items;   /* items done */
   double bound_s; /* the simulator's lower bound; NaN when the trace does not record it */
+  double policy_s; /* the policy's decision time in all (the run's facts); NaN when unknown */
   double ideal_s; /* the fitted-ideal split's makespan; NaN when not enough fits */
   unsigned ideal_pus;
   char ideal_why[256]; /* why the ideal split was not computed, when it was not */
