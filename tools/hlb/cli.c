@@ -167,6 +167,31 @@ int hlb_cli_check_writable(const char *cmd, const char *flag, const char *path) 
   return rc;
 }
 
+int hlb_cli_trace_add_facts(const char *cmd, const char *path, const struct cJSON *facts) {
+  /* The library's writers end a trace with "]}\n": the last '}' closes the top-level object,
+   * and the facts go in front of it. What is written is longer than the "}\n" it replaces, so
+   * nothing of the old end is left behind. */
+  char *text = cJSON_Print(facts);
+  FILE *f = fopen(path, "r+b");
+  char tail[16];
+  long end = -1, back = 0, at = -1;
+  if (f && fseek(f, 0, SEEK_END) == 0 && (end = ftell(f)) > 0) {
+    back = end < (long)sizeof tail ? end : (long)sizeof tail;
+    if (fseek(f, end - back, SEEK_SET) == 0 && fread(tail, 1, (size_t)back, f) == (size_t)back)
+      for (long i = back - 1; i >= 0 && at < 0; i--)
+        if (tail[i] == '}') at = end - back + i;
+  }
+  int ok = text && f && at >= 0 && fseek(f, at, SEEK_SET) == 0 &&
+           fprintf(f, ",\n\"hlb\":%s}\n", text) > 0;
+  int err = errno;
+  if (f && fclose(f) != 0) ok = 0, err = errno;
+  cJSON_free(text);
+  if (ok) return 0;
+  fprintf(stderr, "hlb %s: %s: cannot add the run's facts to the trace: %s\n", cmd, path,
+          !text ? "out of memory" : f && at < 0 ? "it does not end with '}'" : strerror(err));
+  return HLB_EXIT_FAIL;
+}
+
 void hlb_cli_json_string(const char *s) {
   putchar('"');
   for (; *s; s++) {

@@ -106,6 +106,11 @@ int hlb_cli_json_parse(const char *cmd, const char *name, const char *text, stru
  * file or its folder writable. 0, or HLB_EXIT_USAGE with "hlb CMD: FLAG PATH: reason". */
 int hlb_cli_check_writable(const char *cmd, const char *flag, const char *path);
 
+/* Add `facts` to the trace at `path` (as a writer of the library just closed it) as its
+ * top-level "hlb" object: what the command printed with --json, read by `hlb report`. Chrome
+ * trace viewers ignore unknown top-level keys. 0, or HLB_EXIT_FAIL with "hlb CMD: PATH: why". */
+int hlb_cli_trace_add_facts(const char *cmd, const char *path, const struct cJSON *facts);
+
 /* Print s to stdout as a JSON string literal, escaping quotes, backslashes and control bytes
  * (names come from the user's files). */
 void hlb_cli_json_string(const char *s);

@@ -337,7 +337,7 @@ static cJSON *model_json(const hlb_exec_pu_stats *st) {
   return m;
 }
 
-static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
+static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
                        const outcome *greedy, const outcome *stat, const int *ranks) {
   const hlb_exec_stats *s = &r->st;
   cJSON *o = cJSON_CreateObject();
@@ -360,6 +360,7 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
   cJSON_AddBoolToObject(o, "verified", r->verified);
   if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
   cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
+  cJSON_AddNumberToObject(o, "policy_s", s->solver_s); /* the policy's decisions, in all */
   cJSON_AddStringToObject(o, "models", !ranks && s->models_from == HLB_MODELS_STORED ? "stored"
                                                                                       : "trained");
   if (!ranks && s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);
@@ -403,10 +404,31 @@ static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
     cJSON_AddBoolToObject(c, "greedy_verified", greedy->verified);
     cJSON_AddBoolToObject(c, "static_verified", stat->verified);
   }
+  return o;
+}
+
+static void print_json(const run_args *a, const hlb_app *app, const outcome *r,
+                       const outcome *greedy, const outcome *stat, const int *ranks) {
+  cJSON *o = run_json(a, app, r, greedy, stat, ranks);
   char *text = cJSON_Print(o);
   puts(text);
   free(text);
   cJSON_Delete(o);
+}
+
+/* The trace of the run r, carrying what --json prints as its top-level "hlb" object, so that
+ * `hlb report` can say what ran (app, size, devices, ranks, why a device was released, the
+ * run's own models) from the trace alone. 0, or 1 after saying why on stderr. */
+static int write_trace(const run_args *a, const hlb_app *app, const outcome *r,
+                       const outcome *greedy, const outcome *stat, const int *ranks) {
+  if (hlb_exec_write_trace(&r->st, a->trace)) {
+    fprintf(stderr, "hlb run: %s\n", hlb_last_error()); /* checked writable before the run */
+    return 1;
+  }
+  cJSON *o = run_json(a, app, r, greedy, stat, ranks);
+  int rc = hlb_cli_trace_add_facts("run", a->trace, o);
+  cJSON_Delete(o);
+  return rc != 0;
 }
 
 static int open_executor(const run_args *a, hlb_executor **ex) {
@@ -480,8 +502,6 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
     free(r);
     return usage ? HLB_EXIT_USAGE : HLB_EXIT_FAIL;
   }
-  if (a->trace && (rc = hlb_exec_write_trace(&r[0].st, a->trace)))
-    fprintf(stderr, "hlb run: %s\n", hlb_last_error()); /* checked writable before the run */
   if (a->compare) {
     hlb_exec_options g = o, s = o;
     g.policy = "greedy";
@@ -493,6 +513,8 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
     run_once(app, ex, &s, &r[2]);
     end_progress(&pl);
   }
+  if (a->trace)
+    rc = write_trace(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, NULL);
   if (a->json)
     print_json(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, NULL);
   else
@@ -657,10 +679,9 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
     if (r[0].rc && !r[0].st.n_pus) {
       fprintf(stderr, "hlb run: %s\n", r[0].error);
     } else {
-      if (a->trace && hlb_exec_write_trace(&r[0].st, a->trace)) {
-        fprintf(stderr, "hlb run: %s\n", hlb_last_error());
+      if (a->trace && write_trace(a, app, &r[0], a->compare ? &r[1] : NULL,
+                                  a->compare ? &r[2] : NULL, st[0].rank))
         ok = 0;
-      }
       if (a->json)
         print_json(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
       else
@@ -745,8 +766,7 @@ static int starpu_runs(const run_args *a, hlb_app *app) {
     fprintf(stderr, "hlb run: %s\n", r.error);
     rc = r.rc == HLB_ENOTFOUND || r.rc == HLB_EINVAL ? HLB_EXIT_USAGE : HLB_EXIT_FAIL;
   } else {
-    if (a->trace && hlb_exec_write_trace(&r.st, a->trace))
-      fprintf(stderr, "hlb run: %s\n", hlb_last_error());
+    if (a->trace) write_trace(a, app, &r, NULL, NULL, NULL);
     if (a->json)
       print_json(a, app, &r, NULL, NULL, NULL);
     else

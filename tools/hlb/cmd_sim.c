@@ -31,6 +31,7 @@ const hlb_cli_command hlb_cmd_sim_spec = {
 
 typedef struct args {
   const char *cluster, *policy, *params, *trace;
+  const char *params_shown; /* --params or $HLB_POLICY_PARAMS, as the library will read them */
   size_t items, granularity, reps, passes;
   uint64_t seed;
   int json, timing, no_noise, no_events, progress;
@@ -58,6 +59,7 @@ static int parse_args(int argc, char **argv, args *a, hlb_cli_args *cli) {
    * (the same precedence) and names the variable in its errors. */
   a->policy = hlb_cli_get(cli, "policy")->from == HLB_CLI_FLAG ? hlb_cli_text(cli, "policy") : NULL;
   a->params = hlb_cli_get(cli, "params")->from == HLB_CLI_FLAG ? hlb_cli_text(cli, "params") : NULL;
+  a->params_shown = hlb_cli_text(cli, "params");
   a->trace = hlb_cli_text(cli, "trace");
   a->seed = (uint64_t)hlb_cli_size(cli, "seed");
   a->reps = hlb_cli_size(cli, "sim.reps");
@@ -218,16 +220,23 @@ static cJSON *policy_json(const args *a, const hlb_cluster *c, const row *w) {
   return o;
 }
 
-static int print_json(const args *a, const hlb_cluster *c, const row *rows, unsigned n) {
+static cJSON *sim_json(const args *a, const hlb_cluster *c, const row *rows, unsigned n) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "cluster", a->cluster);
   cJSON_AddNumberToObject(root, "items", (double)a->items);
   cJSON_AddNumberToObject(root, "seed", (double)a->seed);
   cJSON_AddNumberToObject(root, "reps", (double)a->reps);
+  /* As hlb run --json: the parameters every policy was given, so a report can show them. */
+  if (a->params_shown) cJSON_AddStringToObject(root, "params", a->params_shown);
   cJSON_AddNumberToObject(root, "lower_bound_s", rows[0].first->lower_bound_s);
   cJSON *arr = cJSON_AddArrayToObject(root, "policies");
   for (unsigned i = 0; i < n; i++)
     cJSON_AddItemToArray(arr, policy_json(a, c, &rows[i]));
+  return root;
+}
+
+static int print_json(const args *a, const hlb_cluster *c, const row *rows, unsigned n) {
+  cJSON *root = sim_json(a, c, rows, n);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return hlb_cli_usage_error("sim", "out of memory");
@@ -244,7 +253,12 @@ static int write_trace(const args *a, const hlb_cluster *c, const row *rows, uns
     labels[i] = rows[i].name;
   }
   int rc = hlb_sim_write_trace(a->trace, c, runs, labels, n);
-  return rc ? hlb_cli_lib_error("sim", rc) : 0;
+  if (rc) return hlb_cli_lib_error("sim", rc);
+  /* What --json prints, so that `hlb report` names the cluster and gives the lower bound. */
+  cJSON *facts = sim_json(a, c, rows, n);
+  rc = hlb_cli_trace_add_facts("sim", a->trace, facts);
+  cJSON_Delete(facts);
+  return rc;
 }
 
 int hlb_cmd_sim(int argc, char **argv) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Pages of `hlb report`, rendered in headless Chromium (--dump-dom), checked on the DOM the
-page's script computed: per-PU items equal the run's --json, every drawn chart has axis ticks
+page's script computed: the traces carry the command's --json ("hlb") and the header says what
+ran from it (app, size, devices, the policy's parameters), per-PU items equal the run's --json, every drawn chart has axis ticks
 and a legend (as Chart.js computed them), "where the time went" names the throttled PU and the
 released device, a simulator page has one section per policy, an MPI page shows its ranks.
 
@@ -8,7 +9,7 @@ An SPMD page (a trace written by the SPMD layer, HLB_SPMD_TRACE) shows each redi
 the rows it moved, as the code's own output counts them.
 
 usage: report_pages.py HLB SCRATCH_DIR PRESETS_DIR KIND [HLB_JACOBI]
-       KIND: exec, release, sim, mpi, spmd, errors; spmd needs examples/mpi's hlb_jacobi
+       KIND: exec, release, sim, mpi, spmd, model, errors; spmd needs examples/mpi's hlb_jacobi
 Exit 77 (skipped) only when no headless Chromium is installed (scripts/install-deps.sh)."""
 import json
 import os
@@ -43,11 +44,27 @@ def hlb(*args, rc=0, stdout=None):
     return p
 
 
-def with_facts(trace, facts_json, out):
-    """The trace with the run's --json as its top-level "hlb" object (what the writers would add)."""
+def check_facts(trace, out_json):
+    """The writer put the command's --json into the trace as its top-level "hlb" object: a user
+    who only passes --trace gets a page that says what ran."""
     t = json.load(open(path(trace)))
-    t["hlb"] = json.load(open(path(facts_json)))
+    out = json.load(open(path(out_json)))
+    if t.get("hlb") != out:
+        fail(f"{trace}: its \"hlb\" object is not what --json printed: {str(t.get('hlb'))[:300]}")
+
+
+def without_facts(trace, out):
+    """The trace as an older hlb wrote it, blocks only: the page must degrade, not break."""
+    t = json.load(open(path(trace)))
+    t.pop("hlb", None)
     json.dump(t, open(path(out), "w"))
+
+
+def check_header(page, dom, want):
+    """Each (fact, text) in want: the header's fact contains the text."""
+    for fact, text in want:
+        if text not in dom.header.get(fact, ""):
+            fail(f"{page}: header '{fact}' is '{dom.header.get(fact)}', expected it to contain '{text}'")
 
 
 class Dom(HTMLParser):
@@ -57,17 +74,26 @@ class Dom(HTMLParser):
         super().__init__()
         self.sections, self.body, self.ranks = [], {}, None
         self.row, self.cell, self.text_of = None, None, None
+        # The header's facts ("what ran", "PUs", ...): dt text -> dd text, before any section.
+        self.header, self.dt, self.in_dt, self.dd = {}, "", False, None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         sec = self.sections[-1] if self.sections else None
         if tag == "body":
             self.body = a
+        elif tag == "dt" and not self.sections:
+            self.dt, self.in_dt = "", True
+        elif tag == "dd" and not self.sections:
+            self.dd = self.dt
+            self.header[self.dd] = ""
+            if "data-ranks" in a:
+                self.ranks = int(a["data-ranks"])
         elif tag == "dd" and "data-ranks" in a:
             self.ranks = int(a["data-ranks"])
         elif tag == "section" and "data-run" in a:
             self.sections.append({"run": a["data-run"], "hidden": "hidden" in a, "pus": [],
-                                  "findings": [], "charts": [], "bound": None, "ideal": None,
+                                  "findings": [], "charts": [], "bound": None, "ideal": None, "policy": None,
                                   "moves": [], "moves_dd": None, "links": {}})
         elif sec is None:
             return
@@ -83,6 +109,10 @@ class Dom(HTMLParser):
         elif tag == "td" and self.row is not None:
             self.cell = self.row
             self.cell.append("")
+            if "data-rate" in a and sec["pus"]:
+                sec["pus"][-1]["rate"] = float(a["data-rate"])
+        elif tag == "span" and "data-scaled" in a and sec["pus"]:
+            sec["pus"][-1]["scaled"] = float(a["data-scaled"])
         elif tag == "dd" and a.get("class") == "moves":
             sec["moves_dd"] = (int(a["data-moves"]), float(a["data-rows"]))
         elif tag == "li" and "data-finding" in a:
@@ -90,10 +120,16 @@ class Dom(HTMLParser):
             self.text_of = sec["findings"][-1]
         elif tag == "figure" and "data-chart" in a:
             sec["charts"].append(a)
-        elif tag == "dd" and a.get("class") in ("bound", "ideal"):
+        elif tag == "dd" and a.get("class") in ("bound", "ideal", "policy"):
             sec[a["class"]] = float(a["data-s"])
+        elif tag == "span" and "data-param" in a:
+            sec.setdefault("params", {})[a["data-param"]] = a.get("class") == "given"
 
     def handle_endtag(self, tag):
+        if tag == "dt":
+            self.in_dt = False
+        if tag == "dd":
+            self.dd = None
         if tag == "td":
             self.cell = None
         if tag == "tr":
@@ -102,6 +138,10 @@ class Dom(HTMLParser):
             self.text_of = None
 
     def handle_data(self, data):
+        if self.in_dt:
+            self.dt += data
+        elif self.dd is not None:
+            self.header[self.dd] += data
         if self.cell is not None:
             self.cell[-1] += data
         if self.text_of is not None:
@@ -139,6 +179,10 @@ def check_charts(page, sec, expect_drawn):
                 fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' has no {attr}")
         if len(c.get("data-ticks-x", "").split("|")) < 2 or len(c.get("data-ticks-y", "").split("|")) < 2:
             fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' has fewer than two ticks on an axis")
+        for axis in ("data-ticks-x", "data-ticks-y"):
+            ticks = [t for t in c.get(axis, "").split("|") if t]
+            if len(set(ticks)) != len(ticks):
+                fail(f"{page} [{sec['run']}]: chart '{c['data-chart']}' repeats a tick label on {axis}: {ticks}")
 
 
 def check_items(page, sec, json_pus):
@@ -166,7 +210,25 @@ def exec_page():
         stdout="t.out.json")
     hlb("report", path("t.json"), "-o", path("t.html"))
     run = json.load(open(path("t.out.json")))
-    sec = render("t.html").sections[0]
+    check_facts("t.json", "t.out.json")
+    # One self-contained file: nothing loaded from elsewhere (the charts being drawn, checked
+    # below, shows Chart.js is inlined).
+    import re
+    external = re.findall(r"<(?:script|link|img|iframe|object|embed)\b[^>]*\b(?:src|href)=[^>]*>",
+                          open(path("t.html")).read(), re.I)
+    if external:
+        fail(f"t.html loads other files: {external[:3]}")
+    dom = render("t.html")
+    sec = dom.sections[0]
+    check_header("t.html", dom, [("what ran", f"app matmul, size {run['size']}, {run['items']} items")] +
+                 [("PUs", f"{p['name']} ({p['kind']}, {p['device']})") for p in run["pus"]])
+    # The policy's decision time, as the run measured it.
+    if sec["policy"] is None or abs(sec["policy"] - run["policy_s"]) > 1e-9 + 1e-6 * run["policy_s"]:
+        fail(f"t.html: policy decisions {sec['policy']} s, --json policy_s {run['policy_s']}")
+    # Every parameter of the policy with its value, none given here.
+    params = sec.get("params", {})
+    if "tail_idle" not in params or "probe_fraction" not in params or any(params.values()):
+        fail(f"t.html: the hlb policy's parameters (defaults) are not all shown: {params}")
     check_items("t.html", sec, [(p["name"], p["items"], p["blocks"]) for p in run["pus"]])
     # Blocks the policy predicted, from the trace itself: how often the run got that far varies.
     blocks = [e for e in json.load(open(path("t.json")))["traceEvents"] if e.get("cat") == "block"]
@@ -181,6 +243,9 @@ def exec_page():
     if missed and (not f or f"{len(missed)} of cpu" not in f["text"]):
         fail(f"t.html: {len(missed)} of the throttled PU's blocks took over 1.5x or under 1/1.5 of their prediction; "
              f"the list says {f}")
+    # hlb's misprediction guard is the knob that bounds what a mispredicted block costs.
+    if f and "tail_idle" not in f["text"]:
+        fail(f"t.html: the mispredicted line does not name tail_idle: {f['text']}")
 
 
 def release_page():
@@ -196,35 +261,64 @@ def release_page():
     released = [p for p in run["pus"] if p["released"]]
     if [p["name"] for p in released] != ["opencl:0"]:
         sys.exit(f"FAIL: expected opencl:0 to be released: {run['pus']}")
-    for trace, page in (("rel.json", "rel.html"), ("rel-facts.json", "rel-facts.html")):
-        if trace == "rel-facts.json":
-            with_facts("rel.json", "rel.out.json", trace)
+    check_facts("rel.json", "rel.out.json")
+    for trace, page in (("rel-blocks.json", "rel-blocks.html"), ("rel.json", "rel.html")):
+        if trace == "rel-blocks.json":
+            without_facts("rel.json", trace)
         hlb("report", path(trace), "-o", path(page))
         sec = render(page).sections[0]
+        # Given and default parameters from the run's facts; none claimed from blocks alone.
+        want = {"chunk": True, "initial_fraction": False} if trace == "rel.json" else {}
+        if sec.get("params", {}) != want:
+            fail(f"{page}: greedy's parameters {sec.get('params')}, expected {want} (chunk=4000 given)")
         check_items(page, sec, [(p["name"], p["items"], p["blocks"]) for p in run["pus"]])
         check_charts(page, sec, ["gantt", "sizes", "fit", "done", "tail"])
         if not finding(sec, "released", "opencl:0"):
             fail(f"{page}: 'where the time went' does not name the released opencl:0: {sec['findings']}")
         if not finding(sec, "throttle", "cpu"):
             fail(f"{page}: the throttled cpu PU is not named")
-    # With the run's facts the reason is the executor's own.
+    # With the run's facts (as hlb run --trace writes them) the reason is the executor's own.
     row = next(p for p in sec["pus"] if p["name"] == "opencl:0")
     if released[0]["release_reason"] not in row["cells"][-1]:
-        fail(f"rel-facts.html: opencl:0's status '{row['cells'][-1]}' lacks the run's reason")
+        fail(f"rel.html: opencl:0's status '{row['cells'][-1]}' lacks the run's reason")
+    # The block opencl:0 had in flight when released was dropped, not failed: the page counts
+    # failed blocks as --json does, and the Gantt names the dropped one apart. (That the run
+    # had one in flight depends on timing: the trace says.)
+    dropped = [e for e in json.load(open(path("rel.json")))["traceEvents"]
+               if e.get("cat") == "failed" and e["tid"] == run["pus"].index(released[0])]
+    failed_cell = row["cells"][8]
+    if not failed_cell.startswith(f"{released[0]['failed_blocks']} blocks"):
+        fail(f"rel.html: opencl:0's failed cell '{failed_cell}', --json failed_blocks {released[0]['failed_blocks']}")
+    gantt = next(c for c in sec["charts"] if c["data-chart"] == "gantt")
+    if dropped and ("dropped at its release" not in failed_cell or
+                    "dropped at release" not in gantt.get("data-legend", "")):
+        fail(f"rel.html: the block dropped at opencl:0's release is not told apart: cell '{failed_cell}', "
+             f"Gantt legend '{gantt.get('data-legend')}'")
 
 
 def sim_page():
     preset = os.path.join(PRESETS, "plbhec-2machines-matmul.json")
     hlb("sim", preset, "--items", "20000", "--policy", "all", "--trace", path("s.json"), "--json",
         stdout="s.out.json")
-    with_facts("s.json", "s.out.json", "s-facts.json")
-    hlb("report", path("s-facts.json"), "-o", path("s.html"))
+    check_facts("s.json", "s.out.json")
+    hlb("report", path("s.json"), "-o", path("s.html"))
     sim = json.load(open(path("s.out.json")))
     names = [p["name"] for p in sim["policies"]]
     for fragment, shown in (("", names[0]), ("#run=hlb", "hlb")):
         dom = render("s.html", fragment)
+        check_header("s.html", dom, [("what ran", f"cluster {preset}, 20000 items, seed 1")])
         if [s["run"] for s in dom.sections] != names:
             fail(f"s.html: sections {[s['run'] for s in dom.sections]}, --json has policies {names}")
+        # Every policy gets a fitted-ideal split over all its PUs, static's one block per PU and
+        # greedy's equal chunks included (a PU with one block size is taken at its rate). The
+        # cluster's PUs are linear, so for those two, whose PUs are all taken at their rates,
+        # the split lands on the simulator's bound. (Curves fitted to small blocks and
+        # extrapolated to the whole run, as plb-hec's, may not: docs/report.md.)
+        for sec in dom.sections:
+            if sec["ideal"] is None:
+                fail(f"s.html [{sec['run']}]: no fitted-ideal split")
+            elif sec["run"] in ("static", "greedy") and abs(sec["ideal"] / sim["lower_bound_s"] - 1) > 0.05:
+                fail(f"s.html [{sec['run']}]: fitted-ideal split {sec['ideal']}, the bound is {sim['lower_bound_s']}")
         visible = [s for s in dom.sections if not s["hidden"]]
         if [s["run"] for s in visible] != [shown]:
             fail(f"s.html{fragment}: visible sections {[s['run'] for s in visible]}, expected [{shown}]")
@@ -233,6 +327,8 @@ def sim_page():
         pol = sim["policies"][names.index(shown)]
         check_items("s.html", sec, [(n, i, None) for n, i in pol["items_per_pu"].items()])
         check_charts("s.html", sec, ["gantt", "sizes", "fit", "done", "tail"])
+        if shown == "hlb" and "tail_idle" not in sec.get("params", {}):
+            fail(f"s.html#run=hlb: the hlb policy's parameters are not shown: {sec.get('params')}")
         if sec["bound"] is None or abs(sec["bound"] / sim["lower_bound_s"] - 1) > 1e-6:
             fail(f"s.html: bound {sec['bound']}, --json lower_bound_s {sim['lower_bound_s']}")
 
@@ -250,8 +346,8 @@ def mpi_page():
             sys.exit(77)
         sys.exit(f"FAIL: mpirun hlb run --mpi: exit {p.returncode}\n{p.stderr}")
     open(path("m.out.json"), "w").write(p.stdout)
-    with_facts("m.json", "m.out.json", "m-facts.json")
-    hlb("report", path("m-facts.json"), "-o", path("m.html"))
+    check_facts("m.json", "m.out.json")
+    hlb("report", path("m.json"), "-o", path("m.html"))
     run = json.load(open(path("m.out.json")))
     dom = render("m.html")
     sec = dom.sections[0]
@@ -323,6 +419,48 @@ def spmd_page():
     check_charts("sp.html", sec, ["imbalance", "ranktime", "rows", "moves"])
 
 
+def model_page():
+    """The fitted-ideal split from curves that describe the blocks. A written trace (blocks of
+    known cost) whose facts carry a model 10x too fast for PU a (as the run's model can be under
+    MPI noise), PU b without a model, and PU c whose blocks are all of one size: the page must
+    scale a's curve to its blocks, fit b, take c at its rate, and split over all three."""
+    rate = {"a": 1000.0, "b": 500.0, "c": 500.0}  # items per second
+    sizes = {"a": [10, 20, 40, 80, 160], "b": [10, 20, 40, 80, 160], "c": [50, 50, 50]}
+    items = sum(sum(v) for v in sizes.values())
+    events, begin = [], 0
+    for tid, pu in enumerate(rate):
+        events.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": f"{pu} (cpu)"}})
+        t = 0.0
+        for n in sizes[pu]:
+            d = n / rate[pu]
+            events.append({"ph": "X", "cat": "block", "name": f"[{begin},+{n})", "pid": 1, "tid": tid,
+                           "ts": t * 1e6, "dur": d * 1e6,
+                           "args": {"begin": begin, "count": n, "predicted_s": -1, "compute_s": d, "transfer_s": 0}})
+            begin += n
+            t += d
+    makespan = max(sum(v) / rate[p] for p, v in sizes.items())
+    events.insert(0, {"ph": "M", "pid": 1, "name": "process_name",
+                      "args": {"name": f"hlb run: policy hlb, {items} items, makespan {makespan} s"}})
+    model = {"terms": {"u": 0.1 * items / rate["a"]}, "scale": items, "r2": 0.9,
+             "transfer": {"per_item_s": 0, "fixed_s": 0}}
+    facts = {"app": "synthetic", "size": items, "items": items, "policy": "hlb",
+             "pus": [{"name": p, "kind": "cpu", "device": "test", "items": sum(sizes[p]), "blocks": len(sizes[p]),
+                      "released": False, "retired": False, "model": model if p == "a" else None} for p in rate]}
+    json.dump({"traceEvents": events, "hlb": facts}, open(path("syn.json"), "w"))
+    hlb("report", path("syn.json"), "-o", path("syn.html"))
+    sec = render("syn.html").sections[0]
+    want = items / sum(rate.values())
+    if sec["ideal"] is None or abs(sec["ideal"] / want - 1) > 0.05:
+        fail(f"syn.html: fitted-ideal split {sec['ideal']} s, expected {want:.4g} s (items over the PUs' summed rates)")
+    pus = {u["name"]: u for u in sec["pus"]}
+    if abs(pus["a"].get("scaled", 1) / 10 - 1) > 0.02:
+        fail(f"syn.html: a's run model (10x too fast) was not scaled to its blocks: {pus['a']}")
+    if "scaled" in pus["b"]:
+        fail(f"syn.html: b's curve, fitted to its own blocks, was scaled: {pus['b']}")
+    if abs(pus["c"].get("rate", 0) / rate["c"] - 1) > 1e-6:
+        fail(f"syn.html: c (one block size) is not taken at its rate of {rate['c']} items/s: {pus['c']}")
+
+
 def errors():
     """Not an hlb trace, or a broken one: exit 2, the reason with the place, no page written."""
     cases = {
@@ -367,6 +505,6 @@ if KIND != "errors" and not CHROMIUM:
     print("no headless Chromium (scripts/install-deps.sh installs the chromium package)")
     sys.exit(77)
 {"exec": exec_page, "release": release_page, "sim": sim_page, "mpi": mpi_page, "spmd": spmd_page,
- "errors": errors}[KIND]()
+ "model": model_page, "errors": errors}[KIND]()
 print("FAILED" if FAILS else "ok")
 sys.exit(1 if FAILS else 0)

@@ -68,6 +68,7 @@ static void exec_pu(const cJSON *f, hlb__rpu *p, int *max_rank) {
 
 static void exec_facts(const cJSON *facts, hlb__report *r) {
   hlb__rrun *run = &r->runs[0];
+  run->policy_s = number(facts, "policy_s");
   const char *params = text(facts, "params");
   if (params) snprintf(run->params, sizeof run->params, "%s", params);
   snprintf(r->what, sizeof r->what, "app %s, size %.0f, %.0f items",
@@ -86,8 +87,11 @@ static void exec_facts(const cJSON *facts, hlb__report *r) {
 
 static void sim_facts(const cJSON *facts, hlb__report *r) {
   double bound = number(facts, "lower_bound_s");
-  for (unsigned i = 0; i < r->n_runs; i++)
+  const char *params = text(facts, "params");
+  for (unsigned i = 0; i < r->n_runs; i++) {
     r->runs[i].bound_s = bound;
+    if (params) snprintf(r->runs[i].params, sizeof r->runs[i].params, "%s", params);
+  }
   const char *cluster = text(facts, "cluster");
   snprintf(r->what, sizeof r->what, "cluster %s, %.0f items, seed %.0f", cluster ? cluster : "?",
            number(facts, "items"), number(facts, "seed"));

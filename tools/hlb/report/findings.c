@@ -116,16 +116,24 @@ static void mispredicted(list *L, const hlb__rrun *run) {
         "prediction (median %.2gx; %.3g s off in all)%s.",
         u->mispredicted, u->label, u->predicted, 1 / 1.5, 1.5, u->median_ratio, cost,
         u->throttle > 1 ? "; it is throttled (emulated)" : "");
+    /* hlb's misprediction guard (tail_idle, docs/policies-plb.md) sizes a PU's blocks by how
+     * badly its recent blocks were mispredicted: it is the knob that bounds what a wrong
+     * prediction costs at the end, whatever made the prediction wrong. */
     if (u->throttle > 1)
       change(L,
              "%s runs x%g slower on purpose (--throttle): its first blocks set the model "
              "before the slowdown showed; drop --throttle, or raise smoothing so the "
-             "correction follows faster.",
-             u->label, u->throttle);
+             "correction follows faster%s.",
+             u->label, u->throttle,
+             is_hlb(run) ? "; a lower tail_idle (--params tail_idle=0.01) keeps a mispredicted "
+                           "PU's blocks smaller so a late one idles the others less"
+                         : "");
     else
-      change(L, is_hlb(run) ? "The PU's speed drifts: raise smoothing (--params smoothing=0.7), or "
-                              "leave a shared device out of --pus."
-                            : "Use a policy that corrects drift (hlb).");
+      change(L, is_hlb(run) ? "The PU's speed drifts: raise smoothing (--params smoothing=0.7); a "
+                              "lower tail_idle (--params tail_idle=0.01) keeps its blocks smaller "
+                              "while it mispredicts; or leave a shared device out of --pus."
+                            : "Use a policy that corrects drift and guards against "
+                              "misprediction (hlb, its tail_idle parameter).");
   }
 }
 
@@ -178,6 +186,7 @@ static void not_worth(list *L, const hlb__rrun *run) {
  * dropped and its items redone. That is part of the release, not a failure of the device. */
 static int dropped_at_release(const hlb__rrun *run, const hlb__rblock *b) {
   const hlb__rpu *u = &run->pu[b->pu];
+  if (b->failed == 2) return 1; /* marked from the run's facts (analyze.c) */
   return b->failed && u->stopped[0] && strstr(u->stopped, "retired: ") != u->stopped &&
          b->end_s >= u->last_end_s;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hlb/policy.h"
 #include "report/report.h"
 
 /* Drawing limits: Chart.js draws about 10^4 bars or points in well under a second; beyond
@@ -140,19 +141,92 @@ static void header(FILE *f, const hlb__report *r) {
   fputs("</header>\n", f);
 }
 
+/* The value `text` ("name=value,name=value", as --params) gives `name`, into val; 0 if none. */
+static int given_param(const char *text, const char *name, char *val, size_t n) {
+  size_t len = strlen(name);
+  for (const char *p = text; *p;) {
+    const char *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    if ((size_t)(end - p) > len && !strncmp(p, name, len) && p[len] == '=') {
+      snprintf(val, n, "%.*s", (int)(end - p - len - 1), p + len + 1);
+      return 1;
+    }
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+/* Every parameter of the policy as the run used it: the ones given (--params, in bold) and the
+ * others' defaults from the library's table, so that the knobs "where the time went" names
+ * can be read with their values. A policy this hlb does not know shows what was given. */
+static void policy_params(FILE *f, const hlb__report *r, const hlb__rrun *run) {
+  const hlb_policy_ops *ops = hlb_policy_find(run->name);
+  if (!ops && !run->params[0]) return;
+  fputs("<dt>parameters</dt><dd class='params'>", f);
+  /* Without the run's facts the trace does not say what was given: no values are claimed. */
+  if (!r->has_facts) {
+    fputs("not recorded in this trace", f);
+    if (ops && ops->n_params) {
+      fputs(" (the policy's defaults: ", f);
+      for (unsigned k = 0; k < ops->n_params; k++)
+        fprintf(f, "%s%s=%g", k ? ", " : "", ops->params[k].name, ops->params[k].dflt);
+      fputs(")", f);
+    }
+  } else if (!ops) {
+    esc(f, run->params);
+  } else if (!ops->n_params) {
+    fputs("none", f);
+  } else {
+    for (unsigned k = 0; k < ops->n_params; k++) {
+      char v[64];
+      int given = given_param(run->params, ops->params[k].name, v, sizeof v);
+      if (!given) snprintf(v, sizeof v, "%g", ops->params[k].dflt);
+      fprintf(f, "%s<span data-param='%s'%s>%s=", k ? ", " : "", ops->params[k].name,
+              given ? " class='given'" : "", ops->params[k].name);
+      esc(f, v);
+      fputs("</span>", f);
+    }
+    fputs(run->params[0] ? " (given ones in bold, the others are defaults)" : " (defaults)", f);
+  }
+  fputs("</dd>", f);
+}
+
 static void run_facts(FILE *f, const hlb__report *r, const hlb__rrun *run) {
   fprintf(f, "<dl class='facts'><dt>makespan</dt><dd class='makespan' data-s='%.9g'>%.4g s</dd>",
           run->makespan_s, run->makespan_s);
   fprintf(f, "<dt>items done</dt><dd>%.0f</dd>", run->items);
+  policy_params(f, r, run);
+  if (isfinite(run->policy_s)) {
+    size_t blocks = 0;
+    for (unsigned p = 0; p < run->n_pus; p++)
+      blocks += run->pu[p].blocks + run->pu[p].failed_blocks;
+    fprintf(f,
+            "<dt>policy decisions</dt><dd class='policy' data-s='%.9g'>%.3g s in all, %.3g ms "
+            "per block, %.2g %% of the makespan</dd>",
+            run->policy_s, run->policy_s, 1e3 * run->policy_s / (double)(blocks ? blocks : 1),
+            100 * run->policy_s / run->makespan_s);
+  }
   if (isfinite(run->ideal_s))
     fprintf(f,
             "<dt>fitted-ideal split</dt><dd class='ideal' data-s='%.9g'>%.4g s over %u PU%s "
             "(equal finish times on the fitted curves, PLB-HeC III.C); the run took "
-            "<b>%+.1f %%</b> longer</dd>",
+            "<b>%+.1f %%</b> longer",
             run->ideal_s, run->ideal_s, run->ideal_pus, run->ideal_pus == 1 ? "" : "s",
             100 * (run->makespan_s / run->ideal_s - 1));
-  else
-    fputs("<dt>fitted-ideal split</dt><dd>not computed: no PU did blocks of two sizes</dd>", f);
+  if (isfinite(run->ideal_s)) {
+    unsigned scaled = 0;
+    for (unsigned p = 0; p < run->n_pus; p++)
+      scaled += run->pu[p].fitted && run->pu[p].scaled != 1;
+    if (scaled)
+      fprintf(f, " (%u curve%s scaled to %s blocks' busy time: see the model column)", scaled,
+              scaled == 1 ? "" : "s", scaled == 1 ? "its" : "their");
+    fputs("</dd>", f);
+  } else
+  {
+    fputs("<dt>fitted-ideal split</dt><dd>not computed: ", f);
+    esc(f, run->ideal_why[0] ? run->ideal_why : "no PU finished a block");
+    fputs("</dd>", f);
+  }
   if (isfinite(run->bound_s))
     fprintf(f,
             "<dt>simulator's lower bound</dt><dd class='bound' data-s='%.9g'>%.4g s; gap <b>%+.1f "
@@ -195,7 +269,19 @@ void hlb__report_findings_html(FILE *f, const hlb__finding *list, size_t n) {
 
 static void model_cell(FILE *f, const hlb__rpu *u) {
   if (!u->fitted) {
-    fputs("<td class='model'>none (fewer than two block sizes)</td>", f);
+    fputs("<td class='model'>none (no finished block)</td>", f);
+    return;
+  }
+  if (u->rate_only) {
+    fprintf(f, "<td class='model' data-rate='%.6g'>its rate, %.4g items/s (", u->items / u->busy_s,
+            u->items / u->busy_s);
+    if (u->refused[0]) {
+      fputs("the curve fitted to its blocks cannot be solved over the run's items: ", f);
+      esc(f, u->refused);
+    } else {
+      fputs("all its blocks were of one size: no curve to fit", f);
+    }
+    fputs(")</td>", f);
     return;
   }
   fputs("<td class='model'>F = ", f);
@@ -206,8 +292,14 @@ static void model_cell(FILE *f, const hlb__rpu *u) {
               hlb_term_name((hlb_term)k));
       first = 0;
     }
-  fprintf(f, " (u = x / %.4g); R&sup2; %.3f; %s</td>", u->curve.scale, u->r2,
+  fprintf(f, " (u = x / %.4g); R&sup2; %.3f; %s", u->curve.scale, u->r2,
           u->fit_from_run ? "the run's model" : "fitted here from its blocks");
+  if (u->scaled != 1)
+    fprintf(f,
+            "; <span class='scaled' data-scaled='%.6g'>scaled x%.3g: as fitted it gave %.3g s "
+            "for its blocks, which took %.3g s</span>",
+            u->scaled, u->scaled, u->curve_sum_s, u->busy_s);
+  fputs("</td>", f);
 }
 
 static void pu_table(FILE *f, const hlb__rrun *run) {
@@ -226,10 +318,13 @@ static void pu_table(FILE *f, const hlb__rrun *run) {
     esc(f, u->where[0] ? u->where : "-");
     fprintf(f,
             "</td><td class='items'>%.0f</td><td class='blocks'>%zu</td><td>%.4g</td><td>%.4g</td>"
-            "<td>%.4g</td><td>%.4g (%.4g)</td><td>%zu blocks, %.4g s, %.0f items</td><td>%.4g</td>",
+            "<td>%.4g</td><td>%.4g (%.4g)</td><td class='failed'>%zu blocks, %.4g s, %.0f items",
             u->items, u->blocks, u->busy_s, u->transfer_s, u->throttle_s, u->idle_s, u->tail_idle_s,
-            u->failed_blocks, u->failed_s, u->failed_items,
-            u->busy_s > 0 ? u->items / u->busy_s : 0);
+            u->failed_blocks, u->failed_s, u->failed_items);
+    if (u->dropped_items > 0)
+      fprintf(f, "; dropped at its release: a block of %.0f items, %.4g s", u->dropped_items,
+              u->dropped_s);
+    fprintf(f, "</td><td>%.4g</td>", u->busy_s > 0 ? u->items / u->busy_s : 0);
     if (u->fitted && isfinite(run->ideal_s))
       fprintf(f, "<td>%.0f</td>", u->ideal_items);
     else
@@ -429,6 +524,7 @@ static void pus_json(FILE *f, const hlb__rrun *run) {
     json_str(f, u->stopped);
     fputs(",\"r2\":", f);
     json_num(f, u->fitted ? u->r2 : NAN);
+    fprintf(f, ",\"rate_only\":%d", u->rate_only);
     fputs(",\"curve\":", f);
     curve(f, u);
     fputs("}", f);
@@ -458,7 +554,8 @@ static void run_json(FILE *f, const hlb__rrun *run) {
 static const char *const charts[][2] = {
     {"gantt", "Blocks per PU over time (Gantt). Each bar is a block in its PU's colour: solid is "
               "compute, pale is transfer, hatched is the emulated throttle's sleep, black is a "
-              "failed block, and the outlined light bars are idle time. Hover a bar for its items "
+              "failed block, crossed black a block dropped when its PU was released, and the "
+              "outlined light bars are idle time. Hover a bar for its items "
               "and times."},
     {"sizes", "Block size over time: each point is a block at its start; a good policy shrinks "
               "blocks towards the end so that the PUs finish together."},

@@ -70,6 +70,7 @@ static int run_named(loader *L, const char *name, unsigned *out) {
   hlb__rrun *run = memset(&runs[r->n_runs], 0, sizeof *runs);
   snprintf(run->name, sizeof run->name, "%s", name);
   run->bound_s = NAN;
+  run->policy_s = NAN;
   run->ideal_s = NAN;
   *out = r->n_runs++;
   return 0;

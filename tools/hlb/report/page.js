@@ -19,13 +19,30 @@
     return +v.toPrecision(4) + ' s';
   }
   function count(v) {
-    return Math.abs(v) >= 1e4 ? v.toExponential(0) : String(+v.toPrecision(4));
+    /* Three significant digits in exponent form: one made neighbouring ticks read the same
+     * (1.8e+6 and 1.6e+6 both "2e+6"). */
+    return Math.abs(v) >= 1e4 ? v.toExponential(2).replace(/\.?0+e/, 'e') : String(+v.toPrecision(4));
   }
   function alpha(hex, a) {
     const n = parseInt(hex.slice(1), 16);
     return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
   }
   const patterns = {};
+  /* Black crossed with white: a dropped block, unlike the throttle's diagonal hatch. */
+  function crossed() {
+    if (patterns.crossed) return patterns.crossed;
+    const c = document.createElement('canvas');
+    c.width = c.height = 8;
+    const g = c.getContext('2d');
+    g.fillStyle = '#000000';
+    g.fillRect(0, 0, 8, 8);
+    g.strokeStyle = '#ffffff';
+    g.lineWidth = 1.2;
+    g.beginPath();
+    g.moveTo(0, 0); g.lineTo(8, 8); g.moveTo(8, 0); g.lineTo(0, 8);
+    g.stroke();
+    return (patterns.crossed = g.createPattern(c, 'repeat'));
+  }
   function hatch(color) {
     if (patterns[color]) return patterns[color];
     const c = document.createElement('canvas');
@@ -66,12 +83,13 @@
 
   function gantt(run) {
     const names = run.pus.map(function (p) { return p.name; });
-    const kinds = {compute: [], transfer: [], throttle: [], failed: [], idle: []};
+    const kinds = {compute: [], transfer: [], throttle: [], failed: [], dropped: [], idle: []};
     const lastEnd = run.pus.map(function () { return 0; });
     run.gantt.forEach(function (e, i) {
       const pu = e[0], s = e[1], end = e[2], th = run.pus[pu].throttle || 1;
       if (s > lastEnd[pu] + 1e-12) kinds.idle.push({x: [lastEnd[pu], s], y: names[pu], e: -1, pu: pu});
       lastEnd[pu] = Math.max(lastEnd[pu], end);
+      if (e[8] === 2) { kinds.dropped.push({x: [s, end], y: names[pu], e: i, pu: pu}); return; }
       if (e[8]) { kinds.failed.push({x: [s, end], y: names[pu], e: i, pu: pu}); return; }
       const tr = Math.min(e[7], end - s), cp = Math.min(e[6], end - s - tr);
       const real = cp / th;
@@ -87,17 +105,30 @@
       transfer: function (c) { return c.raw ? alpha(run.pus[c.raw.pu].color, 0.3) : GREY; },
       throttle: function (c) { return c.raw ? hatch(run.pus[c.raw.pu].color) : GREY; },
       failed: function () { return '#000000'; },
+      dropped: function () { return crossed(); },
       idle: function () { return '#f2f2f2'; }
     };
-    const order = ['idle', 'transfer', 'compute', 'throttle', 'failed'];
+    /* Outlines only on bars a few pixels wide: on hundreds of sub-pixel blocks they were all
+     * that showed, and a busy PU's row read as grey, idle. */
+    function border(w) {
+      return function (c) {
+        const d = c.raw, area = c.chart.chartArea;
+        if (!d || !area) return w;
+        return (d.x[1] - d.x[0]) / run.makespan * (area.right - area.left) < 4 ? 0 : w;
+      };
+    }
+    const order = ['idle', 'transfer', 'compute', 'throttle', 'failed', 'dropped'];
     const datasets = order.map(function (k) {
       return {label: k, data: kinds[k], backgroundColor: fill[k], grouped: false,
-              borderColor: k === 'idle' ? '#bbbbbb' : 'rgba(0,0,0,0.25)', borderWidth: k === 'idle' ? 1 : 0.5,
+              borderColor: k === 'idle' ? '#bbbbbb' : 'rgba(0,0,0,0.25)', borderWidth: border(k === 'idle' ? 1 : 0.5),
               borderSkipped: false, barPercentage: 0.9, categoryPercentage: 0.9};
     });
-    const legend = legendOf([['compute', GREY], ['transfer', alpha(GREY, 0.3), GREY],
-                             ['emulated throttle', hatch(GREY), GREY], ['failed block', '#000000'],
-                             ['idle', '#f2f2f2', '#bbbbbb']]);
+    const entries = [['compute', GREY], ['transfer', alpha(GREY, 0.3), GREY],
+                     ['emulated throttle', hatch(GREY), GREY], ['failed block', '#000000']];
+    /* A released PU's block in flight is dropped, not failed: crossed black, named only when
+     * there is one, as the table and the list name it. */
+    if (kinds.dropped.length) entries.push(['dropped at release', crossed(), '#000000']);
+    const legend = legendOf(entries.concat([['idle', '#f2f2f2', '#bbbbbb']]));
     return {type: 'bar', data: {labels: names, datasets: datasets},
       options: {indexAxis: 'y',
         scales: {x: axis('time since the run started', 'linear', seconds, {min: 0, max: run.makespan}),
@@ -174,12 +205,12 @@
     run.pus.forEach(function (p, pu) {
       ds.push({label: p.name + ' blocks', borderColor: p.color, backgroundColor: alpha(p.color, 0.75), pointRadius: 2.5,
                data: pts.filter(function (b) { return b[0] === pu; }).map(function (b) { return {x: b[3], y: b[2]}; })});
-      if (p.curve) ds.push({type: 'line', label: p.name + ' fit (R² ' + (p.r2 === null ? '?' : p.r2.toFixed(3)) + ')',
+      if (p.curve) ds.push({type: 'line', label: p.name + (p.rate_only ? ' rate (one block size)' : ' fit (R² ' + (p.r2 === null ? '?' : p.r2.toFixed(3)) + ')'),
                             borderColor: p.color, backgroundColor: p.color, borderWidth: 2, pointRadius: 0,
                             data: p.curve.map(function (q) { return {x: q[0], y: q[1]}; })});
     });
     const none = run.pus.filter(function (p) { return !p.curve; }).map(function (p) { return p.name; });
-    if (none.length) note.textContent = 'No curve for ' + none.join(', ') + ': fewer than two block sizes.';
+    if (none.length) note.textContent = 'No curve for ' + none.join(', ') + ': no finished block.';
     return {type: 'scatter', data: {datasets: ds},
       options: {scales: {x: axis('block size (items)', 'logarithmic', count), y: axis('block time (compute + transfer)', 'logarithmic', seconds)}}};
   }

@@ -25,7 +25,8 @@ typedef struct hlb__rblock {
   double begin, count; /* item range */
   double transfer_s, compute_s;
   double predicted_s; /* < 0: the policy had no prediction (training) */
-  int failed;         /* failed or lost: its items went back to the pool */
+  int failed;         /* failed or lost: its items went back to the pool; 2: dropped because
+                         its PU was released while it ran (a release, not a failure) */
 } hlb__rblock;
 
 typedef struct hlb__rpu {
@@ -39,15 +40,21 @@ typedef struct hlb__rpu {
   int stopped_known; /* 1: the reason comes from the run's facts; 0: inferred from the trace */
 
   /* Figures (analyze.c) */
-  double items, failed_items;
+  double items, failed_items, dropped_items, dropped_s; /* dropped: failed == 2 */
   size_t blocks, failed_blocks;
   double busy_s, transfer_s, throttle_s, failed_s, idle_s, tail_idle_s, gaps_s;
   double first_start_s, last_end_s;
   double max_count;
   int fitted;       /* 1: curve holds a model */
   int fit_from_run; /* 1: the run's own model (its facts); 0: fitted here from the blocks */
+  int rate_only;    /* 1: the curve is its items per busy second: its blocks were of one size,
+                       or (refused[0]) the curve fitted to them cannot be solved */
+  char refused[160]; /* why the fitted curve was not used */
   hlb_curve curve;
   double r2;
+  double scaled;       /* the curve was multiplied by this to add up to the busy time of the
+                          PU's blocks; 1 when it did within CURVE_BAND (analyze.c) */
+  double curve_sum_s;  /* what the curve, as fitted, gave for the PU's blocks together */
   unsigned terms;
   double ideal_items; /* the fitted-ideal split's share */
   double without_s;   /* the fitted-ideal makespan without this PU; NaN when not computed */
@@ -66,8 +73,10 @@ typedef struct hlb__rrun {
   double makespan_s;
   double items;   /* items done */
   double bound_s; /* the simulator's lower bound; NaN when the trace does not record it */
+  double policy_s; /* the policy's decision time in all (the run's facts); NaN when unknown */
   double ideal_s; /* the fitted-ideal split's makespan; NaN when not enough fits */
   unsigned ideal_pus;
+  char ideal_why[256]; /* why the ideal split was not computed, when it was not */
 } hlb__rrun;
 
 /* One sampling interval of an SPMD trace (src/mpi/spmd_trace.c): what each rank measured and
@@ -119,7 +128,7 @@ typedef struct hlb__finding {
   char pu[128];     /* the PU it is about, "" for the whole run */
   double cost_s;    /* time it stands for, to order the list */
   char text[512];   /* what happened, with its figure */
-  char change[384]; /* what a user could change */
+  char change[512]; /* what a user could change */
 } hlb__finding;
 
 /* The findings of one run, most costly first; returns how many (at most max). */
