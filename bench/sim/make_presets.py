@@ -341,8 +341,29 @@ def flexmpi():
         [("A", 1, 4), ("B", 1, 4)], rows, ev))
 
 
+def irregular():
+    # PLB-HeC's two machines on work whose items do not cost the same (issue 13): the papers'
+    # cluster, with the cost maps of docs/cluster-format.md. Not from a paper: the maps stand
+    # for the irregular codes hlb's users run (a fractal's rows, a power-law matrix's rows,
+    # an adaptive mesh's refined region).
+    maps = {
+        "mandelbrot": ({"profile": "mandelbrot"},
+                       "the rows of the mandelbrot app's image: the middle rows cost ~100x the top"),
+        "spikes": ({"spikes": {"seed": 3, "fraction": 0.05, "height": 30}, "slices": 512},
+                   "5 % of the items, at random, cost 30x the others"),
+        "segments": ({"segments": [1, 1, 1, 8, 8, 1, 1, 1]},
+                     "a refined region: the fourth and fifth eighths cost 8x the rest"),
+    }
+    for name, (cmap, what) in maps.items():
+        c = mm_cluster(f"PLB-HeC (section IV, Table I): machines A, B, with a cost map ({what}).",
+                       plbhec_machines(), 2)
+        c["cost_map"] = cmap
+        write(f"irregular-2machines-{name}.json", c)
+
+
 plbhec()
 plbhac()
+irregular()
 for size in (512, 1024, 2048):
     boinski(size)
 flexmpi()
