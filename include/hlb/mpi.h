@@ -145,6 +145,13 @@ typedef struct hlb_mpi_run_stats {
   double setup_s;                          /* broadcast of the shared buffers (slowest rank) */
   size_t bytes_to_ranks, bytes_from_ranks; /* block data rank 0 sent out and got back */
   size_t remote_blocks;                    /* blocks processed on ranks other than 0 */
+  /* Rank 0's service thread (the calling thread), which answers every other rank: the grants
+   * it sent and its own CPU time (CLOCK_THREAD_CPUTIME_ID) in the service loop, split into
+   * loop turns that handled a message and turns that found nothing (polling, sleeping). CPU
+   * time, not wall time, so that a machine running more ranks than cores, where rank 0 waits
+   * for a core, still shows what one grant costs it (bench/mpi/bench_grants.c). */
+  size_t grants;
+  double serve_cpu_s, serve_idle_cpu_s;
 } hlb_mpi_run_stats;
 
 /* Free what the stats own (the decision log) and zero them. Accepts a zeroed struct. */

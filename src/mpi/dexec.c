@@ -69,7 +69,6 @@ typedef struct out_msg {
   int dest, tag_h, tag_d, is_req, owns_data;
   void *data;
   size_t len;
-  MPI_Request rq[2];
 } out_msg;
 
 struct dx;
@@ -88,7 +87,9 @@ typedef struct dx_pu {
   unsigned started, fail_streak;
   void *dev_in, *dev_out, *host_in, *host_out;
   size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
-  /* Mailbox of a remote driver; guarded by x->mu. */
+  /* Mailbox of a remote driver; guarded by x->mu. Its own condition variable: with many PUs
+   * on a rank, one shared by all would wake every driver for every reply. */
+  pthread_cond_t mail;
   int has_reply;
   reply_msg reply;
   void *reply_data;
@@ -98,6 +99,7 @@ typedef struct dx_pu {
 /* Rank 0's view of one global PU on another rank; guarded by x->mu. */
 typedef struct remote_pu {
   int pending; /* a NEXT waits for an answer (the balancer said WAIT) */
+  int queued;  /* listed in x->pend (calling thread only) */
   int retired;
   hlb_block flying[DX_MAX_FLYING];
   unsigned n_flying;
@@ -117,7 +119,14 @@ typedef struct dx {
   pthread_mutex_t mu;
   pthread_cond_t cv;        /* broadcast after every done/fail/retire and every mailbox delivery */
   out_msg *q_head, *q_tail; /* drivers' outgoing messages; mu */
-  out_msg *sending;         /* in MPI_Isend; the calling thread only */
+  /* Messages in MPI_Isend; the calling thread only. Kept dense, two requests each (header,
+   * data), so that one MPI_Testsome per loop turn completes them: one pass of MPI's progress
+   * engine, where a test per message made one pass per message in flight (with 10^4 PUs and a
+   * block requested ahead, ~10^4 of them: 60 µs per grant, bench/mpi/bench_grants.c). */
+  out_msg **fly;
+  MPI_Request *fly_rq;
+  int *fly_idx;
+  size_t n_fly, cap_fly;
   unsigned drivers_alive;   /* mu */
   /* Rank 0 only: one entry per global PU (n_global, allocated by layout; no fixed limit). */
   hlb_exec_pu *gpu;
@@ -126,6 +135,10 @@ typedef struct dx {
   unsigned *gof_b, nb, n_remote;
   hlb_balancer *b;                      /* mu */
   remote_pu *rem;                       /* mu */
+  /* Remote PUs whose NEXT waits (the balancer said WAIT), so that a done retries those only
+   * rather than scanning every PU; calling thread only. */
+  unsigned *pend, *pend_scratch, n_pend;
+  double last_check; /* check_silent's last look; calling thread only */
   hlb_exec_pu_stats *st;                /* mu */
   unsigned byes;                        /* calling thread only */
   int changed;                          /* a done/fail since the last retry; mu */
@@ -134,6 +147,8 @@ typedef struct dx {
   char error_text[512], fail_text[512]; /* mu */
   double setup_s;
   size_t bytes_to, bytes_from, remote_blocks; /* calling thread only */
+  size_t grants;                              /* rank 0's calling thread only */
+  double serve_cpu_s, serve_idle_cpu_s;       /* rank 0's calling thread only */
   /* Liveness (HLB_MPI_TIMEOUT, rank 0's value on every rank); calling thread only. Ranks > 0
    * send MSG_ALIVE every beat while their drivers work; rank 0 ends the job when a rank with
    * PUs still working is silent for timeout_s (docs/reliability.md, "MPI faults"). */
@@ -336,36 +351,75 @@ static void *local_drive(void *arg) {
 
 /* ---- Sending (the calling thread) -------------------------------------------------------- */
 
+static void grow_fly(dx *x) {
+  size_t cap = x->cap_fly ? 2 * x->cap_fly : 64;
+  if (2 * cap > (size_t)INT_MAX) {
+    fprintf(stderr, "hlb_mpi_run: rank %d: %zu messages in flight, more than MPI can test\n",
+            x->rank, x->n_fly);
+    MPI_Abort(x->comm, 1);
+  }
+  /* MPI_Request handles are values: moving them to a larger array keeps them valid. */
+  out_msg **fly = realloc(x->fly, cap * sizeof *fly);
+  if (fly) x->fly = fly;
+  MPI_Request *rq = realloc(x->fly_rq, 2 * cap * sizeof *rq);
+  if (rq) x->fly_rq = rq;
+  int *idx = realloc(x->fly_idx, 2 * cap * sizeof *idx);
+  if (idx) x->fly_idx = idx;
+  if (!fly || !rq || !idx) {
+    fprintf(stderr, "hlb_mpi_run: rank %d: out of memory for %zu messages in flight\n", x->rank,
+            cap);
+    MPI_Abort(x->comm, 1); /* a lost message would hang a peer */
+  }
+  x->cap_fly = cap;
+}
+
 static void start_send(dx *x, out_msg *m) {
   const void *h = m->is_req ? (const void *)&m->h.req : (const void *)&m->h.rep;
   int hb = m->is_req ? (int)sizeof m->h.req : (int)sizeof m->h.rep;
-  m->rq[0] = m->rq[1] = MPI_REQUEST_NULL;
-  mpi_check(x, MPI_Isend(h, hb, MPI_BYTE, m->dest, m->tag_h, x->comm, &m->rq[0]), "MPI_Isend",
+  if (x->n_fly == x->cap_fly) grow_fly(x);
+  MPI_Request *rq = &x->fly_rq[2 * x->n_fly];
+  rq[0] = rq[1] = MPI_REQUEST_NULL;
+  mpi_check(x, MPI_Isend(h, hb, MPI_BYTE, m->dest, m->tag_h, x->comm, &rq[0]), "MPI_Isend",
             m->dest);
   if (m->len)
-    mpi_check(x, MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->dest, m->tag_d, x->comm, &m->rq[1]),
+    mpi_check(x, MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->dest, m->tag_d, x->comm, &rq[1]),
               "MPI_Isend of block data", m->dest);
-  m->next = x->sending;
-  x->sending = m;
+  x->fly[x->n_fly++] = m;
+}
+
+static int by_slot_desc(const void *a, const void *b) {
+  int p = *(const int *)a, q = *(const int *)b;
+  return (p < q) - (p > q);
 }
 
 /* Complete what can be completed; 1 when something finished. */
 static int progress_sends(dx *x) {
-  int act = 0;
-  for (out_msg **p = &x->sending; *p;) {
-    out_msg *m = *p;
-    int flag = 0;
-    mpi_check(x, MPI_Testall(2, m->rq, &flag, MPI_STATUSES_IGNORE), "MPI_Testall", m->dest);
-    if (!flag) {
-      p = &m->next;
-      continue;
-    }
-    *p = m->next;
+  if (!x->n_fly) return 0;
+  int n_done = 0;
+  mpi_check(x,
+            MPI_Testsome((int)(2 * x->n_fly), x->fly_rq, &n_done, x->fly_idx, MPI_STATUSES_IGNORE),
+            "MPI_Testsome of sends", -1);
+  if (n_done == MPI_UNDEFINED || n_done <= 0) return 0;
+  /* Request index -> message slot; a slot whose two requests are both done leaves. Highest
+   * slot first, each moving the last message into its place: a slot above it that also left is
+   * gone already, so the message moved in is one still in flight. */
+  int *idx = x->fly_idx;
+  for (int k = 0; k < n_done; k++)
+    idx[k] /= 2;
+  qsort(idx, (size_t)n_done, sizeof *idx, by_slot_desc);
+  for (int k = 0; k < n_done; k++) {
+    size_t i = (size_t)idx[k];
+    if (k > 0 && idx[k - 1] == idx[k]) continue; /* header and data done in the same call */
+    if (x->fly_rq[2 * i] != MPI_REQUEST_NULL || x->fly_rq[2 * i + 1] != MPI_REQUEST_NULL) continue;
+    out_msg *m = x->fly[i];
     if (m->owns_data) free(m->data);
     free(m);
-    act = 1;
+    size_t last = --x->n_fly;
+    x->fly[i] = x->fly[last];
+    x->fly_rq[2 * i] = x->fly_rq[2 * last];
+    x->fly_rq[2 * i + 1] = x->fly_rq[2 * last + 1];
   }
-  return act;
+  return 1;
 }
 
 static out_msg *new_msg(int is_req, int dest) {
@@ -417,6 +471,7 @@ static void send_grant(dx *x, unsigned g, const hlb_block *blk) {
   m->h.rep.pack_s = hlb__now() - t;
   m->h.rep.bytes = m->len;
   x->bytes_to += m->len;
+  x->grants++;
   start_send(x, m);
 }
 
@@ -448,6 +503,10 @@ static void serve_next(dx *x, unsigned g) {
   r->pending = rc == HLB_WAIT;
   if (rc == HLB_GRANT) r->flying[r->n_flying++] = blk;
   pthread_mutex_unlock(&x->mu);
+  if (rc == HLB_WAIT && !r->queued) {
+    r->queued = 1; /* at most once in the list, so n_pend <= n_global */
+    x->pend[x->n_pend++] = g;
+  }
   if (rc == HLB_GRANT)
     send_grant(x, g, &blk);
   else if (rc == HLB_DONE)
@@ -559,10 +618,16 @@ static void retry_pending(dx *x) {
   int changed = x->changed;
   x->changed = 0;
   pthread_mutex_unlock(&x->mu);
-  if (!changed) return;
-  for (unsigned g = 0; g < x->n_global; g++) {
+  if (!changed || !x->n_pend) return;
+  /* Those still waiting after this pass list themselves again (serve_next). */
+  unsigned n = x->n_pend;
+  memcpy(x->pend_scratch, x->pend, n * sizeof *x->pend);
+  x->n_pend = 0;
+  for (unsigned k = 0; k < n; k++) {
+    unsigned g = x->pend_scratch[k];
+    x->rem[g].queued = 0;
     pthread_mutex_lock(&x->mu);
-    int p = x->rem[g].pending;
+    int p = x->rem[g].pending; /* 0 when a retirement answered it meanwhile */
     pthread_mutex_unlock(&x->mu);
     if (p) serve_next(x, g);
   }
@@ -573,7 +638,9 @@ static void watch_start(dx *x) {
   x->heard = calloc((size_t)x->size, sizeof *x->heard);
   x->byes_of = calloc((size_t)x->size, sizeof *x->byes_of);
   x->pus_of = calloc((size_t)x->size, sizeof *x->pus_of);
-  if (!x->heard || !x->byes_of || !x->pus_of) {
+  x->pend = calloc(x->n_global, sizeof *x->pend);
+  x->pend_scratch = calloc(x->n_global, sizeof *x->pend_scratch);
+  if (!x->heard || !x->byes_of || !x->pus_of || !x->pend || !x->pend_scratch) {
     fprintf(stderr, "hlb_mpi_run: rank 0: out of memory for the liveness of %d ranks\n", x->size);
     MPI_Abort(x->comm, 1);
   }
@@ -588,6 +655,9 @@ static void watch_stop(dx *x) {
   free(x->heard);
   free(x->byes_of);
   free(x->pus_of);
+  free(x->pend);
+  free(x->pend_scratch);
+  x->pend = x->pend_scratch = NULL;
   x->heard = NULL;
   x->byes_of = x->pus_of = NULL;
 }
@@ -598,6 +668,10 @@ static void watch_stop(dx *x) {
  * rather than wait for ever. */
 static void check_silent(dx *x) {
   double now = hlb__now();
+  /* A look every heartbeat is enough for a bound of about four; every loop turn made the
+   * grant path O(ranks). */
+  if (now - x->last_check < fmin(x->timeout_s / DX_BEATS, DX_BEAT_MAX_S)) return;
+  x->last_check = now;
   for (int r = 1; r < x->size; r++) {
     double silent = now - x->heard[r];
     if (x->byes_of[r] >= x->pus_of[r] || silent <= x->timeout_s) continue;
@@ -610,8 +684,17 @@ static void check_silent(dx *x) {
   }
 }
 
+/* CPU seconds of the calling thread: one system call (the vDSO does not serve this clock),
+ * read once per loop turn. */
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void serve_loop(dx *x) {
   watch_start(x);
+  double cpu = thread_cpu_s();
   for (;;) {
     check_silent(x);
     int act = 0;
@@ -622,9 +705,15 @@ static void serve_loop(dx *x) {
     pthread_mutex_lock(&x->mu);
     int over = x->drivers_alive == 0 && x->byes == x->n_remote;
     pthread_mutex_unlock(&x->mu);
-    if (over && !x->sending) break;
+    if (over && !x->n_fly) break;
     if (!act) sleep_s(DX_IDLE_S);
+    /* A turn's CPU, its sleep's entry and exit included, is busy or idle by what it found. */
+    double c = thread_cpu_s();
+    x->serve_cpu_s += c - cpu;
+    if (!act) x->serve_idle_cpu_s += c - cpu;
+    cpu = c;
   }
+  x->serve_cpu_s += thread_cpu_s() - cpu;
   watch_stop(x);
 }
 
@@ -656,7 +745,7 @@ static void wait_reply(dx_pu *d, reply_msg *rep, void **data, double *mpi_s) {
   dx *x = d->x;
   pthread_mutex_lock(&x->mu);
   while (!d->has_reply)
-    pthread_cond_wait(&x->cv, &x->mu);
+    pthread_cond_wait(&d->mail, &x->mu);
   d->has_reply = 0;
   *rep = d->reply;
   *data = d->reply_data;
@@ -760,7 +849,7 @@ static int receive_reply(dx *x) {
   d->reply_data = data;
   d->reply_mpi_s = hlb__now() - t;
   d->has_reply = 1;
-  pthread_cond_broadcast(&x->cv);
+  pthread_cond_signal(&d->mail);
   pthread_mutex_unlock(&x->mu);
   return 1;
 }
@@ -796,7 +885,7 @@ static void comm_loop(dx *x) {
     act |= progress_sends(x);
     while (receive_reply(x))
       act = 1;
-    if (over && !x->sending) return;
+    if (over && !x->n_fly) return;
     if (!act) sleep_s(DX_IDLE_S);
   }
 }
@@ -957,6 +1046,7 @@ static int layout(dx *x, const hlb_exec_pu *pus) {
   for (unsigned l = 0; l < x->n_local; l++) {
     dx_pu *d = &x->loc[l];
     *d = (dx_pu){.x = x, .l = l, .g = (unsigned)x->offsets[x->rank] + l, .bpu = -1, .pu = pus[l]};
+    pthread_cond_init(&d->mail, NULL);
   }
   return 0;
 }
@@ -1152,6 +1242,9 @@ static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
   s->bytes_to_ranks = x->bytes_to;
   s->bytes_from_ranks = x->bytes_from;
   s->remote_blocks = x->remote_blocks;
+  s->grants = x->grants;
+  s->serve_cpu_s = x->serve_cpu_s;
+  s->serve_idle_cpu_s = x->serve_idle_cpu_s;
   const hlb_decision *log = NULL;
   size_t n_log = hlb_balancer_log(x->b, &log);
   if (n_log && log && (e->log = malloc(n_log * sizeof *log))) {
@@ -1188,6 +1281,7 @@ static void release_local(dx *x) {
     free(d->host_in);
     free(d->host_out);
     free(d->reply_data);
+    if (d->x) pthread_cond_destroy(&d->mail); /* set up by layout() with d->x */
   }
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
     free(x->shared_copy[i]);
@@ -1267,6 +1361,9 @@ int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
   }
   hlb_balancer_destroy(x->b);
   release_local(x);
+  free(x->fly);
+  free(x->fly_rq);
+  free(x->fly_idx);
   pthread_cond_destroy(&x->cv);
   pthread_mutex_destroy(&x->mu);
   MPI_Comm_free(&x->comm);
