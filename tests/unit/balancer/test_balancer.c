@@ -366,7 +366,7 @@ static void make_priors(hlb_sample *out, size_t n, double rate) {
   }
 }
 
-/* Run blocks on PU 0 alone, each taking `rate` items per second, until `blocks` are done. */
+/* Run blocks on PU 0 only, each taking `rate` items per second, until `blocks` are done. */
 static void run_blocks(hlb_balancer *b, unsigned blocks, double rate, size_t *first_count) {
   double now = 0;
   for (unsigned k = 0; k < blocks; k++) {
@@ -385,9 +385,11 @@ static void priors_replace_the_probe(void **state) {
   (void)state;
   hlb_sample prior[8];
   make_priors(prior, 8, 1e6);
-  const hlb_sample *per_pu[1] = {prior};
-  size_t n_prior[1] = {8};
-  hlb_balancer_config c = config(1000000, 1, "hlb", NULL);
+  /* Two PUs, PU 1 never asking: a PU alone gets everything in one block after its probe, and
+   * the priors are then never checked. */
+  const hlb_sample *per_pu[2] = {prior, NULL};
+  size_t n_prior[2] = {8, 0};
+  hlb_balancer_config c = config(1000000, 2, "hlb", NULL);
   hlb_balancer *fresh = NULL, *primed = NULL;
   assert_int_equal(hlb_balancer_create(&c, &fresh), 0);
   c.prior = per_pu;
@@ -413,9 +415,9 @@ static void wrong_priors_are_forgotten(void **state) {
   (void)state;
   hlb_sample prior[8];
   make_priors(prior, 8, 1e7);
-  const hlb_sample *per_pu[1] = {prior};
-  size_t n_prior[1] = {8};
-  hlb_balancer_config c = config(10000000, 1, "hlb", NULL);
+  const hlb_sample *per_pu[2] = {prior, NULL}; /* PU 1 never asks (see above) */
+  size_t n_prior[2] = {8, 0};
+  hlb_balancer_config c = config(10000000, 2, "hlb", NULL);
   c.prior = per_pu;
   c.n_prior = n_prior;
   hlb_balancer *b = NULL;
