@@ -7,7 +7,7 @@
 extern "C" {
 #include "apps.h"
 #include "hlb/error.h"
-#include "mandel_point.h"
+#include "common/mandel_point.h"
 }
 
 namespace {

@@ -9,7 +9,7 @@
 
 #include "apps.h"
 #include "common/error_internal.h"
-#include "mandel_point.h"
+#include "common/mandel_point.h"
 
 #define MANDEL_ITERS 256
 /* Pixels allowed to differ from the reference (boundary rounding on devices): 0.1 %. */

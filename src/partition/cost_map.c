@@ -21,6 +21,7 @@
 
 #include "common/error_internal.h"
 #include "common/json.h"
+#include "common/mandel_point.h"
 #include "common/rng.h"
 #include "partition/cost_map.h"
 
@@ -31,24 +32,17 @@
 #define MANDEL_ITERS 256
 #define MANDEL_COLUMNS 128
 
-/* Iterations of one pixel plus one: the +1 is the pixel's own cost even when it escapes at once. */
-static double mandel_pixel(double cx, double cy) {
-  double zx = 0, zy = 0;
-  unsigned it = 0;
-  while (it < MANDEL_ITERS && zx * zx + zy * zy <= 4.0) {
-    double t = zx * zx - zy * zy + cx;
-    zy = 2.0 * zx * zy + cy;
-    zx = t;
-    it++;
-  }
-  return (double)it + 1.0;
-}
-
+/* Slice k of S is the row at (k + 0.5) / S of the image, sampled at MANDEL_COLUMNS column
+ * centres; each pixel costs its iterations plus one (its own cost when it escapes at once).
+ * hlb__mandel_point takes integer pixels of an n x n image: in one of n = S * MANDEL_COLUMNS,
+ * row k * MANDEL_COLUMNS + MANDEL_COLUMNS / 2 and column x * S + S / 2 are those centres. */
 static void mandel_profile(double *w, unsigned s) {
+  size_t n = (size_t)s * MANDEL_COLUMNS;
   for (unsigned k = 0; k < s; k++) {
-    double cy = -1.5 + 3.0 * ((double)k + 0.5) / (double)s, sum = 0;
+    size_t row = (size_t)k * MANDEL_COLUMNS + MANDEL_COLUMNS / 2;
+    double sum = 0;
     for (unsigned x = 0; x < MANDEL_COLUMNS; x++)
-      sum += mandel_pixel(-2.0 + 3.0 * ((double)x + 0.5) / MANDEL_COLUMNS, cy);
+      sum += 1.0 + hlb__mandel_point(n, MANDEL_ITERS, row, (size_t)x * s + s / 2);
     w[k] = sum;
   }
 }

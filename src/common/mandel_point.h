@@ -1,8 +1,9 @@
-/* Escape-time count of one Mandelbrot pixel, shared by the C kernel (mandelbrot.c) and the
- * CUDA kernel (kernels.cu) so the two cannot drift apart. (The OpenCL kernel is a source
+/* Escape-time count of one Mandelbrot pixel, shared by the C kernel (apps/mandelbrot.c), the
+ * CUDA kernel (apps/kernels.cu) and the simulator's mandelbrot cost map (src/partition/cost_map.c)
+ * so they cannot drift apart. (The OpenCL kernel is a source
  * string, MANDEL_BODY in mandelbrot.c, with the same arithmetic.) */
-#ifndef HLB_APPS_MANDEL_POINT_H
-#define HLB_APPS_MANDEL_POINT_H
+#ifndef HLB_COMMON_MANDEL_POINT_H
+#define HLB_COMMON_MANDEL_POINT_H
 
 #include <stddef.h>
 
