@@ -32,7 +32,7 @@
  * order (MPI's non-overtaking rule), so a header is always followed by its own data. */
 enum { TAG_REQ = 0x4c01, TAG_OUT = 0x4c02, TAG_REPLY = 0x4c03, TAG_IN = 0x4c04 };
 enum { MSG_NEXT = 1, MSG_DONE, MSG_FAIL, MSG_BYE, MSG_ALIVE };
-enum { REP_GRANT = 1, REP_STOP };
+enum { REP_GRANT = 1, REP_STOP, REP_ALIVE };
 
 /* Blocks one remote PU can hold at once: the one computing and the one requested ahead. */
 #define DX_MAX_FLYING 2
@@ -151,8 +151,11 @@ typedef struct dx {
   double serve_cpu_s, serve_idle_cpu_s;       /* rank 0's calling thread only */
   /* Liveness (HLB_MPI_TIMEOUT, rank 0's value on every rank); calling thread only. Ranks > 0
    * send MSG_ALIVE every beat while their drivers work; rank 0 ends the job when a rank with
-   * PUs still working is silent for timeout_s (docs/reliability.md, "MPI faults"). */
+   * PUs still working is silent for timeout_s (docs/reliability.md, "MPI faults"). Rank 0
+   * sends REP_ALIVE to every rank with PUs working each beat, and a rank > 0 whose drivers
+   * heard nothing from rank 0 for timeout_s ends the job naming rank 0. */
   double timeout_s, last_beat;
+  double heard0; /* ranks > 0: when rank 0's last message arrived */
   double *heard;              /* rank 0: when each rank's last message arrived */
   unsigned *byes_of, *pus_of; /* rank 0: BYEs from each rank, and its PUs that will say BYE */
 } dx;
@@ -692,11 +695,28 @@ static double thread_cpu_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Rank 0: every beat, a REP_ALIVE to each rank whose PUs still work, so that those ranks can
+ * tell a stopped rank 0 from one that has nothing to grant them yet. */
+static void beat_ranks(dx *x) {
+  double now = hlb__now(), beat = fmin(x->timeout_s / DX_BEATS, DX_BEAT_MAX_S);
+  if (now - x->last_beat < beat) return;
+  x->last_beat = now;
+  for (int r = 1; r < x->size; r++) {
+    if (x->byes_of[r] >= x->pus_of[r]) continue;
+    out_msg *m = new_msg(0, r);
+    m->h.rep.status = REP_ALIVE;
+    m->h.rep.g = -1;
+    start_send(x, m);
+  }
+}
+
 static void serve_loop(dx *x) {
   watch_start(x);
+  x->last_beat = hlb__now();
   double cpu = thread_cpu_s();
   for (;;) {
     check_silent(x);
+    beat_ranks(x);
     int act = 0;
     while (serve_one(x))
       act = 1;
@@ -825,6 +845,8 @@ static int receive_reply(dx *x) {
   reply_msg rep;
   mpi_check(x, MPI_Recv(&rep, (int)sizeof rep, MPI_BYTE, 0, TAG_REPLY, x->comm, MPI_STATUS_IGNORE),
             "MPI_Recv of a reply", 0);
+  x->heard0 = hlb__now();
+  if (rep.status == REP_ALIVE) return 1;
   unsigned l = (unsigned)rep.g - (unsigned)x->offsets[x->rank];
   if (l >= x->n_local) {
     fprintf(stderr, "hlb_mpi_run: rank %d: reply for pu %d, not one of this rank's\n", x->rank,
@@ -866,8 +888,22 @@ static void heartbeat(dx *x, int working) {
   start_send(x, m);
 }
 
+/* Ranks > 0: rank 0 beats every timeout_s / DX_BEATS while this rank's PUs work (beat_ranks);
+ * a rank 0 silent for timeout_s is stopped, hung or cut off, and the drivers would wait for
+ * their replies for ever. */
+static void check_rank0(dx *x, int working) {
+  double silent = hlb__now() - x->heard0;
+  if (!working || silent <= x->timeout_s) return;
+  fprintf(stderr,
+          "hlb_mpi_run: rank %d: rank 0 sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while this "
+          "rank's PUs were working: it is stopped, hung or unreachable; aborting the job\n",
+          x->rank, silent, x->timeout_s);
+  fflush(stderr);
+  MPI_Abort(x->comm, 1);
+}
+
 static void comm_loop(dx *x) {
-  x->last_beat = hlb__now();
+  x->last_beat = x->heard0 = hlb__now();
   for (;;) {
     pthread_mutex_lock(&x->mu);
     out_msg *q = x->q_head;
@@ -876,6 +912,7 @@ static void comm_loop(dx *x) {
     int over = !working && !q;
     pthread_mutex_unlock(&x->mu);
     heartbeat(x, working);
+    check_rank0(x, working);
     int act = q != NULL;
     while (q) {
       out_msg *next = q->next;

@@ -2,7 +2,8 @@
 # A rank killed (SIGKILL) or stopped (SIGSTOP) in the middle of `hlb run APP --mpi` and of the
 # SPMD Jacobi example ends the whole job within a bound, with a non-zero status and a message
 # naming the rank; never a hang (docs/reliability.md, "MPI faults").
-#   rank_faults.sh HLB JACOBI_DIR [case...]   cases: run-kill run-stop jacobi-kill jacobi-stop
+#   rank_faults.sh HLB JACOBI_DIR [case...]
+#     cases: run-kill run-stop run-stop0 (rank 0 stopped) jacobi-kill jacobi-stop
 # The victim is found by its OMPI_COMM_WORLD_RANK among mpirun's children, so the programs
 # need no hook. A job still alive after its bound is failed, and cleaned up by PID.
 set -uo pipefail
@@ -10,7 +11,7 @@ hlb=$1
 jacobi_dir=$2
 shift 2
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(run-kill run-stop jacobi-kill jacobi-stop)
+[ ${#cases[@]} -gt 0 ] || cases=(run-kill run-stop run-stop0 jacobi-kill jacobi-stop)
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root -np 3)
 export HLB_MODELS=off
 # The stop cases: rank 0 (dexec) or the SPMD layer notice the silence after this many seconds.
@@ -98,6 +99,8 @@ jacobi_cmd=("$jacobi_dir/hlb_jacobi" --rows 1000 --iters 100000000)
 for c in "${cases[@]}"; do
   case $c in
   run-kill) fault run-kill KILL 10 "rank $VICTIM .*(exited on signal|Killed)" -- "${run_cmd[@]}" ;;
+  run-stop0) VICTIM=0 fault run-stop0 STOP $((HLB_MPI_TIMEOUT + 5)) "rank 0 sent nothing for" -- \
+    "${run_cmd[@]}" ;;
   run-stop) fault run-stop STOP $((HLB_MPI_TIMEOUT + 5)) "rank $VICTIM sent nothing for" -- \
     "${run_cmd[@]}" ;;
   jacobi-kill) fault jacobi-kill KILL 10 "rank $VICTIM .*(exited on signal|Killed)" -- \
