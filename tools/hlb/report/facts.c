@@ -52,7 +52,7 @@ static void exec_pu(const cJSON *f, hlb__rpu *p, int *max_rank) {
   const char *dev = text(f, "device");
   if (dev) snprintf(p->device, sizeof p->device, "%s", dev);
   double rank = number(f, "rank");
-  if (rank >= 0) {
+  if (rank >= 0 && rank < 1e9) { /* beyond an int's range the cast is undefined */
     snprintf(p->where, sizeof p->where, "rank %.0f", rank);
     if ((int)rank > *max_rank) *max_rank = (int)rank;
   }

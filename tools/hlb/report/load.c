@@ -38,6 +38,13 @@ static double num_of(const cJSON *o, const char *k, double dflt) {
   return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+/* A pid or tid: a whole number an int holds, else dflt (casting 1e73 to int is undefined:
+ * the fuzzer found it). */
+static int id_of(const cJSON *o, const char *k, int dflt) {
+  double v = num_of(o, k, dflt);
+  return v >= -1e9 && v <= 1e9 && v == floor(v) ? (int)v : dflt;
+}
+
 /* The process and thread of each (pid, tid), resolved to a run and a PU of that run. */
 typedef struct track {
   int pid, tid;
@@ -130,9 +137,9 @@ static int meta_event(loader *L, const cJSON *e, size_t idx) {
   const char *name = str_of(e, "name");
   const char *val = str_of(cJSON_GetObjectItemCaseSensitive(e, "args"), "name");
   if (!name || !val) return 0;
-  int pid = (int)num_of(e, "pid", -1);
+  int pid = id_of(e, "pid", -1);
   if (!strcmp(name, "process_name")) return process_name(L, pid, val, idx);
-  if (!strcmp(name, "thread_name")) return thread_name(L, pid, (int)num_of(e, "tid", -1), val, idx);
+  if (!strcmp(name, "thread_name")) return thread_name(L, pid, id_of(e, "tid", -1), val, idx);
   return 0;
 }
 
@@ -158,7 +165,7 @@ static int slice_event(loader *L, const cJSON *e, size_t idx) {
   if (!cat || !name) return 0;
   int exec_block = !strcmp(cat, "block") || !strcmp(cat, "failed");
   int phase = sim_phase(name);
-  int pid = (int)num_of(e, "pid", -1), tid = (int)num_of(e, "tid", -1);
+  int pid = id_of(e, "pid", -1), tid = id_of(e, "tid", -1);
   int k = find_track(L, pid, tid);
   if (k < 0) return 0; /* a nested part, or a track we do not know */
   hlb__rrun *run = &L->r->runs[L->tracks[k].run];
