@@ -132,13 +132,14 @@ int main(int argc, char **argv) {
       }
     double busy = st.serve_cpu_s - st.serve_idle_cpu_s;
     if (header)
-      printf("| ranks | PUs | grants | rank-0 CPU s (busy + idle) | µs CPU per grant (all / busy) | "
-             "grants per CPU s (all / busy) | grants per wall s |\n"
-             "|---|---|---|---|---|---|---|\n");
-    printf("| %d | %u | %zu | %.3f + %.3f | %.2f / %.2f | %.0f / %.0f | %.0f |\n", size, (size - 1) * per_rank, st.grants, busy,
-           st.serve_idle_cpu_s, 1e6 * st.serve_cpu_s / (double)st.grants,
-           1e6 * busy / (double)st.grants, (double)st.grants / st.serve_cpu_s,
-           (double)st.grants / busy, (double)st.grants / t);
+      printf(
+          "| ranks | PUs | grants | rank-0 CPU s (busy + idle) | µs CPU per grant (all / busy) | "
+          "grants per CPU s (all / busy) | grants per wall s |\n"
+          "|---|---|---|---|---|---|---|\n");
+    printf("| %d | %u | %zu | %.3f + %.3f | %.2f / %.2f | %.0f / %.0f | %.0f |\n", size,
+           (size - 1) * per_rank, st.grants, busy, st.serve_idle_cpu_s,
+           1e6 * st.serve_cpu_s / (double)st.grants, 1e6 * busy / (double)st.grants,
+           (double)st.grants / st.serve_cpu_s, (double)st.grants / busy, (double)st.grants / t);
     fflush(stdout);
   }
   hlb_mpi_run_stats_clear(&st);

@@ -79,14 +79,15 @@ static int one_run(hlb_executor *ex, work *w, uint64_t *rng, unsigned run) {
   int rc = hlb_executor_run(ex, &cl, n, &o, &st);
   hlb_exec_stats_clear(&st);
   if (rc) {
-    fprintf(stderr, "soak: run %u (%zu items, policy %s, inject pu %d from block %u count %u): %s\n",
-            run, n, o.policy, o.inject_pu, o.inject_from, o.inject_count, hlb_last_error());
+    fprintf(stderr,
+            "soak: run %u (%zu items, policy %s, inject pu %d from block %u count %u): %s\n", run,
+            n, o.policy, o.inject_pu, o.inject_from, o.inject_count, hlb_last_error());
     return 1;
   }
   for (size_t i = 0; i < n; i++)
     if (w->count[i] != 1) {
-      fprintf(stderr, "soak: run %u (%zu items, policy %s): item %zu processed %u times\n", run,
-              n, o.policy, i, w->count[i]);
+      fprintf(stderr, "soak: run %u (%zu items, policy %s): item %zu processed %u times\n", run, n,
+              o.policy, i, w->count[i]);
       return 1;
     }
   return 0;
@@ -116,7 +117,7 @@ int main(int argc, char **argv) {
   long end = resident_kib();
   hlb_executor_destroy(ex);
   free(w);
-  printf("soak: %u runs %s; resident %ld KiB after %u runs, %ld KiB at the end (%+ld KiB)\n",
-         runs, bad ? "FAILED" : "verified", early, (runs + 9) / 10, end, end - early);
+  printf("soak: %u runs %s; resident %ld KiB after %u runs, %ld KiB at the end (%+ld KiB)\n", runs,
+         bad ? "FAILED" : "verified", early, (runs + 9) / 10, end, end - early);
   return bad;
 }

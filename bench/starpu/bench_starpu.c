@@ -186,7 +186,8 @@ static void bench_block_cost(const cfg *c) {
   hlb_starpu_stats st = {0};
   if (hlb_starpu_run_codelet(&cl, n, &o, &st)) die("block cost (StarPU)");
   starpu_shutdown();
-  double sp_gap = median_gap(st.exec.log, st.exec.n_log), sp_adapter = st.adapter_s / (double)st.blocks;
+  double sp_gap = median_gap(st.exec.log, st.exec.n_log),
+         sp_adapter = st.adapter_s / (double)st.blocks;
   hlb_starpu_stats_clear(&st);
   hlb_executor *ex = open_exec(1, 1);
   hlb_exec_options eo;
@@ -200,7 +201,9 @@ static void bench_block_cost(const cfg *c) {
   hlb_exec_stats_clear(&es);
   hlb_executor_destroy(ex);
   free(out);
-  printf("\ncost of one block: empty kernel, one worker, %zu blocks of one item (greedy chunk=1)\n\n", n);
+  printf(
+      "\ncost of one block: empty kernel, one worker, %zu blocks of one item (greedy chunk=1)\n\n",
+      n);
   printf("| runtime | median gap between block ends, us | of which the adapter's own work, us |\n");
   printf("|---|---:|---:|\n");
   printf("| hlb in StarPU (libhlb_starpu) | %.1f | %.1f |\n", sp_gap * 1e6, sp_adapter * 1e6);

@@ -224,24 +224,24 @@ typedef struct hlb_exec_pu_stats {
 
 /* Where a run's models started from (hlb_exec_stats.models_from). */
 typedef enum hlb_models_from {
-  HLB_MODELS_TRAINED = 0, /* nothing known: the PUs probed and trained */
+  HLB_MODELS_TRAINED = 0,  /* nothing known: the PUs probed and trained */
   HLB_MODELS_PREVIOUS_RUN, /* the previous run of the same codelet on this executor */
-  HLB_MODELS_STORED       /* the stored samples (hlb_exec_options.models has READ) */
+  HLB_MODELS_STORED        /* the stored samples (hlb_exec_options.models has READ) */
 } hlb_models_from;
 
 typedef struct hlb_exec_stats {
   char policy[32];
   size_t n_items;
   unsigned n_pus;
-  hlb_exec_pu *pu;            /* n_pus entries (owned; hlb_exec_stats_clear frees them) */
+  hlb_exec_pu *pu;           /* n_pus entries (owned; hlb_exec_stats_clear frees them) */
   hlb_exec_pu_stats *per_pu; /* n_pus entries (owned) */
-  double makespan_s; /* wall time from the first grant to the last block's end */
-  double solver_s;   /* time spent inside the policy */
-  size_t n_log;      /* entries in log */
-  hlb_decision *log; /* the decision log (owned; hlb_exec_stats_clear frees it) */
-  int models_from;   /* hlb_models_from */
-  char model_file[1024]; /* the stored models' file read or written; "" when none */
-  char model_error[512]; /* why storing this run's samples failed; "" when it did not */
+  double makespan_s;         /* wall time from the first grant to the last block's end */
+  double solver_s;           /* time spent inside the policy */
+  size_t n_log;              /* entries in log */
+  hlb_decision *log;         /* the decision log (owned; hlb_exec_stats_clear frees it) */
+  int models_from;           /* hlb_models_from */
+  char model_file[1024];     /* the stored models' file read or written; "" when none */
+  char model_error[512];     /* why storing this run's samples failed; "" when it did not */
   /* 1 when the run started from the item costs the previous run of the same codelet over as
    * many items learnt (a later pass: blocks sized by their cost, docs/executor.md, "Items that
    * do not cost the same"); 0 when every item was taken to cost the same. */

@@ -140,9 +140,9 @@ HLB_EXTERN long hlb_spmd_redistribution_iteration(const hlb_spmd *s, unsigned k)
 typedef struct hlb_mpi_run_stats {
   hlb_exec_stats exec;
   int n_ranks;
-  int *rank;      /* exec.n_pus entries (owned): the rank each global PU lives on */
+  int *rank;       /* exec.n_pus entries (owned): the rank each global PU lives on */
   unsigned *local; /* exec.n_pus entries (owned): its index among that rank's local PUs */
-  double setup_s;                          /* broadcast of the shared buffers (slowest rank) */
+  double setup_s;  /* broadcast of the shared buffers (slowest rank) */
   size_t bytes_to_ranks, bytes_from_ranks; /* block data rank 0 sent out and got back */
   size_t remote_blocks;                    /* blocks processed on ranks other than 0 */
   /* Rank 0's service thread (the calling thread), which answers every other rank: the grants

@@ -78,12 +78,12 @@ typedef struct hlb_starpu_stats {
    * hlb's executor gives (include/hlb/exec.h). compute_s excludes the emulated throttle,
    * busy_s includes it. */
   hlb_exec_stats exec;
-  int *workerid;          /* exec.n_pus entries: each PU's StarPU worker id (owned) */
-  char placement[32];     /* "hlb" or the name of StarPU's scheduler that placed the blocks */
-  size_t blocks;          /* tasks run */
-  double adapter_s;       /* driver time spent per run outside kernels and the policy:
-                             registering block handles, submitting, taking completions,
-                             writing blocks back; divide by blocks for the cost per block */
+  int *workerid;      /* exec.n_pus entries: each PU's StarPU worker id (owned) */
+  char placement[32]; /* "hlb" or the name of StarPU's scheduler that placed the blocks */
+  size_t blocks;      /* tasks run */
+  double adapter_s;   /* driver time spent per run outside kernels and the policy:
+                         registering block handles, submitting, taking completions,
+                         writing blocks back; divide by blocks for the cost per block */
 } hlb_starpu_stats;
 
 /* Free what the stats own and zero them. Accepts zeroed stats. */
@@ -105,10 +105,10 @@ HLB_EXTERN int hlb_starpu_run(struct starpu_codelet *cl, starpu_data_handle_t da
  * items) is cut into the same blocks; the n_whole handles are given whole to every task. A
  * task's buffers are the split blocks in order, then the whole handles; cl->nbuffers must be
  * n_split + n_whole (at most STARPU_NMAXBUFS), with the modes in cl->modes. */
-HLB_EXTERN int hlb_starpu_run_handles(struct starpu_codelet *cl,
-                                      const starpu_data_handle_t *split, unsigned n_split,
-                                      const starpu_data_handle_t *whole, unsigned n_whole,
-                                      const hlb_starpu_options *opt, hlb_starpu_stats *stats);
+HLB_EXTERN int hlb_starpu_run_handles(struct starpu_codelet *cl, const starpu_data_handle_t *split,
+                                      unsigned n_split, const starpu_data_handle_t *whole,
+                                      unsigned n_whole, const hlb_starpu_options *opt,
+                                      hlb_starpu_stats *stats);
 
 /* From inside a kernel run by one of the calls above: the index of the block's first item
  * in the parent handle, and its item count (the kernel's buffers hold only the block).

@@ -402,8 +402,8 @@ static int keep_observation(hlb_balancer *b, const hlb_sample *s) {
     b->obs = o;
     b->cap_obs = cap;
   }
-  b->obs[b->n_obs++] = (hlb__density_obs){s->block.begin, s->block.count, s->block.pu,
-                                          s->compute_s + s->transfer_s};
+  b->obs[b->n_obs++] =
+      (hlb__density_obs){s->block.begin, s->block.count, s->block.pu, s->compute_s + s->transfer_s};
   return 0;
 }
 

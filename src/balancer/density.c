@@ -147,8 +147,10 @@ static void fit_lines(pu_line *line, unsigned n_pus) {
     l->per = l->sc > 0 ? l->st / l->sc : 0;
     if (l->n >= 2 && det > 1e-12 * l->n * l->scc) {
       double b = (l->n * l->sct - l->sc * l->st) / det, a = (l->st - b * l->sc) / l->n;
-      if (b > 0 && a >= 0) l->fixed = a, l->per = b;
-      else if (l->scc > 0 && l->sct > 0) l->per = l->sct / l->scc;
+      if (b > 0 && a >= 0)
+        l->fixed = a, l->per = b;
+      else if (l->scc > 0 && l->sct > 0)
+        l->per = l->sct / l->scc;
     }
   }
 }
@@ -171,7 +173,8 @@ static void learn_round(size_t n_items, unsigned n_pus, const hlb__density_obs *
     double u0 = obs[i].begin / n, u1 = (obs[i].begin + obs[i].count) / n;
     double c = slice_sum(rel, m, u0, u1) * n / m;
     if (!(l->per > 0) || !(c > 0)) continue;
-    double implied = fmax((obs[i].seconds - l->fixed) / l->per, MIN_IMPLIED * c), ratio = implied / c;
+    double implied = fmax((obs[i].seconds - l->fixed) / l->per, MIN_IMPLIED * c),
+           ratio = implied / c;
     /* A block whose time is mostly the PU's fixed cost says little about its items (a tiny
      * block at the end of a run: its implied cost is the noise of the fixed cost): weigh it by
      * the share of its predicted time that its cost explains. */

@@ -158,7 +158,8 @@ static pthread_mutex_t warned_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t warned[64];
 static unsigned n_warned;
 
-__attribute__((format(printf, 2, 3))) static void warn_once(const char *path, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static void warn_once(const char *path, const char *fmt,
+                                                            ...) {
   uint64_t h = fnv1a(FNV_START, path, strlen(path));
   pthread_mutex_lock(&warned_mu);
   int seen = 0;
@@ -461,7 +462,8 @@ int hlb_models_list(const char *dir, hlb_stored_models **out, size_t *n) {
   hlb__model_host(host, NULL, 0);
   snprintf(folder, sizeof folder, "%s/%s", root, host);
   DIR *d = opendir(folder);
-  if (!d) return errno == ENOENT ? 0 : hlb__error(HLB_EIO, "models: %s: %s", folder, strerror(errno));
+  if (!d)
+    return errno == ENOENT ? 0 : hlb__error(HLB_EIO, "models: %s: %s", folder, strerror(errno));
   struct dirent *e;
   size_t cap = 0;
   while (rc == 0 && (e = readdir(d))) {

@@ -209,7 +209,8 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
     hlb__stored_pu *p = (hlb__stored_pu *)hlb__model_find(fresh, key);
     p->replace = forgot[j];
     /* Released in this run (not before it): later runs leave the device out from the start. */
-    if (ex->released[bidx[j]]) copy_text(p->released, sizeof p->released, ex->release_reason[bidx[j]]);
+    if (ex->released[bidx[j]])
+      copy_text(p->released, sizeof p->released, ex->release_reason[bidx[j]]);
   }
   return 0;
 }
@@ -232,7 +233,8 @@ static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__mode
     int rc = hlb__model_append(&e->set, fresh->pu[i].key, fresh->pu[i].s, fresh->pu[i].n);
     if (rc) return rc;
     hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
-    if (fresh->pu[i].released[0]) memcpy(now->released, fresh->pu[i].released, sizeof now->released);
+    if (fresh->pu[i].released[0])
+      memcpy(now->released, fresh->pu[i].released, sizeof now->released);
   }
   return 0;
 }
@@ -245,8 +247,7 @@ void hlb__exec_models_end(hlb_executor *ex, const hlb_codelet *cl, hlb__exec_mod
   int rc = forgot ? collect(ex, m, b, bidx, nb, &fresh, forgot)
                   : hlb__error(HLB_ENOMEM, "models: out of memory");
   if (!rc) rc = remember(ex, m, &fresh);
-  if (!rc && (m->mode & HLB_MODELS_WRITE))
-    rc = hlb__model_write(m->dir, m->key, cl->name, &fresh);
+  if (!rc && (m->mode & HLB_MODELS_WRITE)) rc = hlb__model_write(m->dir, m->key, cl->name, &fresh);
   if (rc && !m->error[0]) snprintf(m->error, sizeof m->error, "%s", hlb_last_error());
   if (stats && stats->per_pu) {
     stats->models_from = m->from;

@@ -127,18 +127,18 @@ typedef struct dx {
   MPI_Request *fly_rq;
   int *fly_idx;
   size_t n_fly, cap_fly;
-  unsigned drivers_alive;   /* mu */
+  unsigned drivers_alive; /* mu */
   /* Rank 0 only: one entry per global PU (n_global, allocated by layout; no fixed limit). */
   hlb_exec_pu *gpu;
   int *grank, *gusable, *gbpu;
   double *gsetup;
   unsigned *gof_b, nb, n_remote;
-  hlb_balancer *b;                      /* mu */
-  remote_pu *rem;                       /* mu */
+  hlb_balancer *b; /* mu */
+  remote_pu *rem;  /* mu */
   /* Remote PUs whose NEXT waits (the balancer said WAIT), so that a done retries those only
    * rather than scanning every PU; calling thread only. */
   unsigned *pend, *pend_scratch, n_pend;
-  double last_check; /* check_silent's last look; calling thread only */
+  double last_check;                    /* check_silent's last look; calling thread only */
   hlb_exec_pu_stats *st;                /* mu */
   unsigned byes;                        /* calling thread only */
   int changed;                          /* a done/fail since the last retry; mu */
@@ -155,7 +155,7 @@ typedef struct dx {
    * sends REP_ALIVE to every rank with PUs working each beat, and a rank > 0 whose drivers
    * heard nothing from rank 0 for timeout_s ends the job naming rank 0. */
   double timeout_s, last_beat;
-  double heard0; /* ranks > 0: when rank 0's last message arrived */
+  double heard0;              /* ranks > 0: when rank 0's last message arrived */
   double *heard;              /* rank 0: when each rank's last message arrived */
   unsigned *byes_of, *pus_of; /* rank 0: BYEs from each rank, and its PUs that will say BYE */
 } dx;

@@ -325,8 +325,8 @@ static int size_nodes(const hlb__jctx *c, const cJSON *nodes, hlb_cluster *cl) {
 }
 
 static int read_cluster(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) {
-  static const char *const known[] = {"comment",     "nodes",  "item", "noise_sigma",
-                                      "events",      "cost_map", NULL};
+  static const char *const known[] = {"comment", "nodes",    "item", "noise_sigma",
+                                      "events",  "cost_map", NULL};
   int rc = check_object(c, root, "", known);
   const cJSON *nodes = NULL;
   if (!rc) rc = hlb__json_array(c, root, "", "nodes", 1, &nodes);

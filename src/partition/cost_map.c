@@ -149,7 +149,8 @@ int hlb__cost_map_read(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) {
   if (!spikes && (rc = hlb__json_string(c, map, "cost_map", "profile", 1, NULL, &profile)))
     return rc;
   if (profile && strcmp(profile, "mandelbrot"))
-    return hlb__error(HLB_EPARSE, "%s: cost_map.profile: the profile known is \"mandelbrot\", got \"%s\"",
+    return hlb__error(HLB_EPARSE,
+                      "%s: cost_map.profile: the profile known is \"mandelbrot\", got \"%s\"",
                       c->file, profile);
   double *w = malloc(s * sizeof *w);
   if (!w) return hlb__error(HLB_ENOMEM, "%s: cost_map: out of memory", c->file);

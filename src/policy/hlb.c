@@ -98,14 +98,14 @@ typedef struct hpu {
   double ring_x[RING]; /* recent accepted samples (items, seconds) */
   double ring_t[RING];
   unsigned ring_n, ring_at;
-  unsigned probes; /* blocks granted before the first accepted sample */
-  size_t priors;   /* samples learnt from an earlier run; 0 once they are forgotten */
-  unsigned checked;              /* this run's blocks compared with the priors' prediction */
-  double check_ratio[8];         /* measured / predicted time of each (prior_check <= 8) */
-  hlb_sample check_sample[8];    /* and the blocks themselves, to relearn from */
-  unsigned forgot;               /* 1 once priors were found wrong and dropped */
-  double miss[MISS_RING];        /* |ln(measured / predicted)| of recent blocks */
-  double min_t;                  /* the shortest accepted block time: >= the fixed cost */
+  unsigned probes;            /* blocks granted before the first accepted sample */
+  size_t priors;              /* samples learnt from an earlier run; 0 once they are forgotten */
+  unsigned checked;           /* this run's blocks compared with the priors' prediction */
+  double check_ratio[8];      /* measured / predicted time of each (prior_check <= 8) */
+  hlb_sample check_sample[8]; /* and the blocks themselves, to relearn from */
+  unsigned forgot;            /* 1 once priors were found wrong and dropped */
+  double miss[MISS_RING];     /* |ln(measured / predicted)| of recent blocks */
+  double min_t;               /* the shortest accepted block time: >= the fixed cost */
   unsigned miss_n, miss_at;
 } hpu;
 

@@ -94,8 +94,9 @@ static void bridge_opencl(void *buffers[], void *arg) {
   cl_command_queue q;
   cl_int err = starpu_opencl_load_kernel(&kern, &q, &br->prog, br->hc->opencl_kernel, devid);
   if (err != CL_SUCCESS) {
-    fail_block(br, hlb__error(HLB_EDEVICE, "OpenCL device %d: kernel '%s' not found (%d)", devid,
-                              br->hc->opencl_kernel, (int)err),
+    fail_block(br,
+               hlb__error(HLB_EDEVICE, "OpenCL device %d: kernel '%s' not found (%d)", devid,
+                          br->hc->opencl_kernel, (int)err),
                begin, count);
     return;
   }
@@ -104,8 +105,9 @@ static void bridge_opencl(void *buffers[], void *arg) {
   if (err == CL_SUCCESS) err = launch(kern, q, devid, count * per);
   starpu_opencl_release_kernel(kern);
   if (err != CL_SUCCESS)
-    fail_block(br, hlb__error(HLB_EDEVICE, "OpenCL device %d: kernel '%s' failed (%d)", devid,
-                              br->hc->opencl_kernel, (int)err),
+    fail_block(br,
+               hlb__error(HLB_EDEVICE, "OpenCL device %d: kernel '%s' failed (%d)", devid,
+                          br->hc->opencl_kernel, (int)err),
                begin, count);
 }
 
@@ -188,8 +190,10 @@ static int load_program(bridge *br) {
   if (!br->hc->opencl_source || !br->hc->opencl_kernel || !any_opencl_worker()) return 0;
   int err = starpu_opencl_load_opencl_from_string(br->hc->opencl_source, &br->prog, "");
   if (err)
-    return hlb__error(HLB_EDEVICE, "hlb_starpu_run_codelet: building '%s''s OpenCL source for "
-                                   "StarPU's OpenCL devices failed (%d)", br->hc->name, err);
+    return hlb__error(HLB_EDEVICE,
+                      "hlb_starpu_run_codelet: building '%s''s OpenCL source for "
+                      "StarPU's OpenCL devices failed (%d)",
+                      br->hc->name, err);
   br->prog_loaded = 1;
   return 0;
 }
@@ -199,14 +203,17 @@ int hlb_starpu_run_codelet(const hlb_codelet *hc, size_t n_items, const hlb_star
   int rc = check_codelet(hc, n_items);
   if (rc) return rc;
   if (n_items > UINT32_MAX)
-    return hlb__error(HLB_EINVAL, "hlb_starpu_run_codelet: %zu items; StarPU vectors hold at most "
-                                  "2^32-1", n_items);
+    return hlb__error(HLB_EINVAL,
+                      "hlb_starpu_run_codelet: %zu items; StarPU vectors hold at most "
+                      "2^32-1",
+                      n_items);
   hlb_starpu_options o;
   if (opt)
     o = *opt;
   else
     hlb_starpu_options_default(&o);
-  bridge br = {.hc = hc, .has_in = hc->in_bytes_per_item > 0, .has_out = hc->out_bytes_per_item > 0};
+  bridge br = {
+      .hc = hc, .has_in = hc->in_bytes_per_item > 0, .has_out = hc->out_bytes_per_item > 0};
   if ((rc = load_program(&br))) return rc;
   o.cl_arg = &br;
   struct starpu_codelet cl;

@@ -47,9 +47,10 @@ typedef struct hlb__sp_block {
 } hlb__sp_block;
 
 /* Worker selection and naming (workers.c). */
-int hlb__sp_select_workers(const struct starpu_codelet *cl, const hlb_starpu_options *o,
-                           int *ids, unsigned *n);
-int hlb__sp_wrap_init(hlb__sp_wrap *w, const struct starpu_codelet *cl, const hlb_starpu_options *o);
+int hlb__sp_select_workers(const struct starpu_codelet *cl, const hlb_starpu_options *o, int *ids,
+                           unsigned *n);
+int hlb__sp_wrap_init(hlb__sp_wrap *w, const struct starpu_codelet *cl,
+                      const hlb_starpu_options *o);
 /* Hold the handle for the run and find its items in main memory. */
 int hlb__sp_split_open(hlb__sp_split *s, starpu_data_handle_t h, enum starpu_data_access_mode m,
                        unsigned index);

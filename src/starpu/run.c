@@ -129,8 +129,9 @@ static struct starpu_task *make_task(run *r, hlb__sp_block *k, int pinned_pu) {
 static int submit_block(run *r, const hlb_block *blk, int pinned_pu) {
   double t_a = hlb__now();
   hlb__sp_block *k = calloc(1, sizeof *k);
-  if (!k) return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for block %llu",
-                            (unsigned long long)blk->id);
+  if (!k)
+    return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for block %llu",
+                      (unsigned long long)blk->id);
   k->blk = *blk;
   k->owner = r;
   k->pu = pinned_pu >= 0 ? (unsigned)pinned_pu : UINT32_MAX;
@@ -263,16 +264,22 @@ static int drive_balancer(run *r) {
 
 static void log_block(run *r, const hlb_sample *s, unsigned pu, double start_s) {
   hlb_decision *d = &r->log[r->n_log++];
-  *d = (hlb_decision){.time_s = start_s, .pu = pu, .begin = s->block.begin,
-                      .count = s->block.count, .predicted_s = NAN,
-                      .measured_s = s->compute_s + s->transfer_s, .compute_s = s->compute_s,
-                      .transfer_s = s->transfer_s, .end_s = s->end_s, .outcome = HLB_OUTCOME_DONE};
+  *d = (hlb_decision){.time_s = start_s,
+                      .pu = pu,
+                      .begin = s->block.begin,
+                      .count = s->block.count,
+                      .predicted_s = NAN,
+                      .measured_s = s->compute_s + s->transfer_s,
+                      .compute_s = s->compute_s,
+                      .transfer_s = s->transfer_s,
+                      .end_s = s->end_s,
+                      .outcome = HLB_OUTCOME_DONE};
 }
 
 /* scheduler_places: equal blocks, all submitted at once, placed by StarPU's scheduler. */
 static int drive_scheduler(run *r) {
-  size_t k = r->o->equal_blocks ? r->o->equal_blocks
-                                : (size_t)HLB_STARPU_BLOCKS_PER_WORKER * r->n_pus;
+  size_t k =
+      r->o->equal_blocks ? r->o->equal_blocks : (size_t)HLB_STARPU_BLOCKS_PER_WORKER * r->n_pus;
   if (k > r->n_items) k = r->n_items;
   unsigned char *seen = calloc(k, 1);
   r->log = calloc(k, sizeof *r->log);
@@ -295,8 +302,11 @@ static int drive_scheduler(run *r) {
     double throttle_s;
     int pu = finish_block(r, kb, &s, &throttle_s);
     if (pu < 0) { /* cannot happen with the worker mask; said rather than counted wrong */
-      if (!rc) rc = hlb__error(HLB_ESTATE, "hlb_starpu: block [%zu, +%zu) ran on a worker outside "
-                                           "the run's", s.block.begin, s.block.count);
+      if (!rc)
+        rc = hlb__error(HLB_ESTATE,
+                        "hlb_starpu: block [%zu, +%zu) ran on a worker outside "
+                        "the run's",
+                        s.block.begin, s.block.count);
       continue;
     }
     seen[s.block.id]++;
@@ -319,14 +329,18 @@ static int make_balancer(run *r) {
   int rc = pus && names ? 0 : hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory");
   for (unsigned p = 0; !rc && p < r->n_pus; p++) {
     hlb_starpu_worker_name(r->ids[p], names[p], sizeof names[p]);
-    pus[p] = (hlb_pu_desc){.name = names[p],
-                           .kind = starpu_worker_get_type(r->ids[p]) == STARPU_CPU_WORKER ? "cpu"
-                                                                                           : "opencl",
-                           .min_block = r->o->min_block};
+    pus[p] = (hlb_pu_desc){
+        .name = names[p],
+        .kind = starpu_worker_get_type(r->ids[p]) == STARPU_CPU_WORKER ? "cpu" : "opencl",
+        .min_block = r->o->min_block};
   }
-  hlb_balancer_config cfg = {.n_items = r->n_items, .granularity = r->o->granularity,
-                             .n_pus = r->n_pus, .pus = pus, .policy = r->o->policy,
-                             .params = r->o->params, .keep_log = r->o->keep_log};
+  hlb_balancer_config cfg = {.n_items = r->n_items,
+                             .granularity = r->o->granularity,
+                             .n_pus = r->n_pus,
+                             .pus = pus,
+                             .policy = r->o->policy,
+                             .params = r->o->params,
+                             .keep_log = r->o->keep_log};
   if (!rc) rc = hlb_balancer_create(&cfg, &r->b);
   free(pus);
   free(names);
@@ -337,7 +351,8 @@ static void fill_pu(const run *r, unsigned p, hlb_exec_pu *pu) {
   int id = r->ids[p];
   memset(pu, 0, sizeof *pu);
   hlb_starpu_worker_name(id, pu->name, sizeof pu->name);
-  pu->backend = starpu_worker_get_type(id) == STARPU_CPU_WORKER ? HLB_BACKEND_CPU : HLB_BACKEND_OPENCL;
+  pu->backend =
+      starpu_worker_get_type(id) == STARPU_CPU_WORKER ? HLB_BACKEND_CPU : HLB_BACKEND_OPENCL;
   pu->device = pu->backend == HLB_BACKEND_CPU ? 0 : (unsigned)starpu_worker_get_devid(id);
   pu->cores = 1;
   pu->throttle = r->w.throttle[id];
@@ -377,7 +392,8 @@ static int fill_stats(run *r, hlb_starpu_stats *out) {
   out->workerid = calloc(r->n_pus, sizeof *out->workerid);
   if (!s->pu || !s->per_pu || !out->workerid) {
     hlb_starpu_stats_clear(out);
-    return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for the stats of %u workers", r->n_pus);
+    return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for the stats of %u workers",
+                      r->n_pus);
   }
   s->n_pus = r->n_pus;
   s->n_items = r->n_items;
@@ -413,8 +429,10 @@ static int check_args(const struct starpu_codelet *cl, unsigned n_split, unsigne
     return hlb__error(HLB_EINVAL, "hlb_starpu: codelet '%s' has nbuffers %d, the run gives %u",
                       cl->name ? cl->name : "?", cl->nbuffers, n_split + n_whole);
   if (!o->scheduler_places && o->equal_blocks)
-    return hlb__error(HLB_EINVAL, "hlb_starpu: equal_blocks %zu is for scheduler_places; hlb sizes "
-                                  "its blocks itself", o->equal_blocks);
+    return hlb__error(HLB_EINVAL,
+                      "hlb_starpu: equal_blocks %zu is for scheduler_places; hlb sizes "
+                      "its blocks itself",
+                      o->equal_blocks);
   return 0;
 }
 
@@ -458,8 +476,10 @@ int hlb_starpu_run_handles(struct starpu_codelet *cl, const starpu_data_handle_t
                       r->split[i].items, r->split[0].items);
   r->n_items = n_split ? r->split[0].items : 0;
   if (!rc && (r->n_items == 0 || r->n_items > UINT32_MAX))
-    rc = hlb__error(HLB_EINVAL, "hlb_starpu: the split handles have %zu items; StarPU's vectors "
-                                "and matrices hold 1 to 2^32-1", r->n_items);
+    rc = hlb__error(HLB_EINVAL,
+                    "hlb_starpu: the split handles have %zu items; StarPU's vectors "
+                    "and matrices hold 1 to 2^32-1",
+                    r->n_items);
   if (!rc) rc = run_driver(r);
   int frc = !rc || r->blocks ? (stats ? fill_stats(r, stats) : 0) : 0;
   for (unsigned i = 0; i < opened; i++)

@@ -27,14 +27,15 @@ const char *hlb_starpu_worker_name(int id, char *buf, size_t cap) {
 
 static int worker_can_run(const struct starpu_codelet *cl, int id) {
   enum starpu_worker_archtype t = starpu_worker_get_type(id);
-  if (t == STARPU_CPU_WORKER) return cl->cpu_funcs[0] != NULL && (!cl->where || cl->where & STARPU_CPU);
+  if (t == STARPU_CPU_WORKER)
+    return cl->cpu_funcs[0] != NULL && (!cl->where || cl->where & STARPU_CPU);
   if (t == STARPU_OPENCL_WORKER)
     return cl->opencl_funcs[0] != NULL && (!cl->where || cl->where & STARPU_OPENCL);
   return 0;
 }
 
-int hlb__sp_select_workers(const struct starpu_codelet *cl, const hlb_starpu_options *o,
-                           int *ids, unsigned *n) {
+int hlb__sp_select_workers(const struct starpu_codelet *cl, const hlb_starpu_options *o, int *ids,
+                           unsigned *n) {
   unsigned count = starpu_worker_get_count();
   *n = 0;
   if (o->n_workers > STARPU_NMAXWORKERS)
@@ -121,7 +122,8 @@ int hlb__sp_wrap_init(hlb__sp_wrap *w, const struct starpu_codelet *cl,
   for (unsigned i = 0; i < STARPU_NMAXWORKERS; i++) {
     double f = o->throttle[i];
     if (f != 0 && !(f >= 1 && isfinite(f)))
-      return hlb__error(HLB_EINVAL, "hlb_starpu: throttle[%u] = %g: must be 0 (none) or >= 1", i, f);
+      return hlb__error(HLB_EINVAL, "hlb_starpu: throttle[%u] = %g: must be 0 (none) or >= 1", i,
+                        f);
     w->throttle[i] = f;
   }
   return 0;
@@ -185,7 +187,8 @@ void hlb__sp_split_block(const hlb__sp_split *s, size_t begin, size_t count,
                          starpu_data_handle_t *out) {
   uintptr_t p = (uintptr_t)(s->ptr + begin * s->stride);
   if (s->matrix)
-    starpu_matrix_data_register(out, STARPU_MAIN_RAM, p, s->ld, s->nx, (uint32_t)count, s->elemsize);
+    starpu_matrix_data_register(out, STARPU_MAIN_RAM, p, s->ld, s->nx, (uint32_t)count,
+                                s->elemsize);
   else
     starpu_vector_data_register(out, STARPU_MAIN_RAM, p, (uint32_t)count, s->elemsize);
 }

@@ -114,7 +114,8 @@ static void matrix_rows(void **state) {
   for (unsigned y = 0; y < NY; y++)
     for (unsigned xi = 0; xi < LD; xi++) {
       float want = xi < NX ? (float)(y + 1) : 0.0f;
-      if (m[y * LD + xi] != want) fail_msg("row %u column %u: %g, want %g", y, xi, m[y * LD + xi], want);
+      if (m[y * LD + xi] != want)
+        fail_msg("row %u column %u: %g, want %g", y, xi, m[y * LD + xi], want);
     }
   assert_int_equal(items_of(&st), NY);
   hlb_starpu_stats_clear(&st);
@@ -191,8 +192,8 @@ int main(void) {
     return 77;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(policies_exactly_once),  cmocka_unit_test(scheduler_places_exactly_once),
-      cmocka_unit_test(matrix_rows),            cmocka_unit_test(throttled_worker),
+      cmocka_unit_test(policies_exactly_once), cmocka_unit_test(scheduler_places_exactly_once),
+      cmocka_unit_test(matrix_rows),           cmocka_unit_test(throttled_worker),
       cmocka_unit_test(errors_name_the_value),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

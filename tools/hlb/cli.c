@@ -188,7 +188,9 @@ int hlb_cli_trace_add_facts(const char *cmd, const char *path, const struct cJSO
   cJSON_free(text);
   if (ok) return 0;
   fprintf(stderr, "hlb %s: %s: cannot add the run's facts to the trace: %s\n", cmd, path,
-          !text ? "out of memory" : f && at < 0 ? "it does not end with '}'" : strerror(err));
+          !text         ? "out of memory"
+          : f && at < 0 ? "it does not end with '}'"
+                        : strerror(err));
   return HLB_EXIT_FAIL;
 }
 

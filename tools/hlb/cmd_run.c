@@ -83,13 +83,20 @@ static int parse_runtime(run_args *a, hlb_cli_args *cli) {
     return hlb_cli_usage_error("run", "--starpu-blocks: hlb sizes its own blocks; it goes with "
                                       "--starpu-sched");
   if (a->starpu_sched && (a->policy_arg || a->params_arg))
-    return hlb_cli_usage_error("run", "--starpu-sched %s places the blocks itself; it does not "
-                                      "take --policy or --params", a->starpu_sched);
-  const char *other = a->mpi ? "--mpi" : a->compare ? "--compare" : a->inject ? "--inject"
-                    : strcmp(a->pus, "all") ? "--pus" : NULL;
+    return hlb_cli_usage_error("run",
+                               "--starpu-sched %s places the blocks itself; it does not "
+                               "take --policy or --params",
+                               a->starpu_sched);
+  const char *other = a->mpi                  ? "--mpi"
+                      : a->compare            ? "--compare"
+                      : a->inject             ? "--inject"
+                      : strcmp(a->pus, "all") ? "--pus"
+                                              : NULL;
   if (other)
-    return hlb_cli_usage_error("run", "%s does not go with --runtime starpu (StarPU's workers "
-                                      "come from STARPU_NCPU, STARPU_NOPENCL...)", other);
+    return hlb_cli_usage_error("run",
+                               "%s does not go with --runtime starpu (StarPU's workers "
+                               "come from STARPU_NCPU, STARPU_NOPENCL...)",
+                               other);
   return 0;
 #endif
 }
@@ -258,8 +265,8 @@ static void print_models(const hlb_exec_stats *s) {
   else
     printf("models: trained from this run's blocks");
   for (unsigned i = 0; i < s->n_pus; i++)
-    if (s->per_pu[i].priors_forgotten) printf("; %s's stored samples mispredicted, forgotten",
-                                              s->pu[i].name);
+    if (s->per_pu[i].priors_forgotten)
+      printf("; %s's stored samples mispredicted, forgotten", s->pu[i].name);
   printf("\n");
   if (s->model_error[0]) fprintf(stderr, "hlb run: warning: %s\n", s->model_error);
 }
@@ -361,8 +368,8 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
   if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
   cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
   cJSON_AddNumberToObject(o, "policy_s", s->solver_s); /* the policy's decisions, in all */
-  cJSON_AddStringToObject(o, "models", !ranks && s->models_from == HLB_MODELS_STORED ? "stored"
-                                                                                      : "trained");
+  cJSON_AddStringToObject(o, "models",
+                          !ranks && s->models_from == HLB_MODELS_STORED ? "stored" : "trained");
   if (!ranks && s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);
   if (!ranks && s->model_error[0]) cJSON_AddStringToObject(o, "model_error", s->model_error);
   double im = imbalance_pct(s);
@@ -743,9 +750,12 @@ static void print_starpu_header(const run_args *a, const hlb_app *app) {
 }
 
 static int starpu_runs(const run_args *a, hlb_app *app) {
-  hlb__cli_starpu sa = {.sched = a->starpu_sched, .blocks = a->starpu_blocks,
-                        .policy = a->policy_arg, .params = a->params_arg,
-                        .throttle = a->throttle, .n_throttle = a->n_throttle};
+  hlb__cli_starpu sa = {.sched = a->starpu_sched,
+                        .blocks = a->starpu_blocks,
+                        .policy = a->policy_arg,
+                        .params = a->params_arg,
+                        .throttle = a->throttle,
+                        .n_throttle = a->n_throttle};
   if (!a->json) print_starpu_header(a, app);
   outcome r;
   memset(&r, 0, sizeof r);

@@ -19,8 +19,10 @@ int hlb__cli_starpu_start(const char *sched) {
   setenv("STARPU_SILENT", "1", 0);
   int err = starpu_init(&conf);
   if (err) {
-    fprintf(stderr, "hlb run: --runtime starpu: starpu_init failed (%d): no worker, or a bad "
-                    "STARPU_* variable\n", err);
+    fprintf(stderr,
+            "hlb run: --runtime starpu: starpu_init failed (%d): no worker, or a bad "
+            "STARPU_* variable\n",
+            err);
     return HLB_EXIT_FAIL;
   }
   return 0;

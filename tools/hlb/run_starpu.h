@@ -8,8 +8,8 @@
 #include "hlb/exec.h"
 
 typedef struct hlb__cli_starpu {
-  const char *sched;   /* NULL: hlb places (policy, params); else StarPU's scheduler does */
-  size_t blocks;       /* equal blocks under sched; 0 = the library's default */
+  const char *sched; /* NULL: hlb places (policy, params); else StarPU's scheduler does */
+  size_t blocks;     /* equal blocks under sched; 0 = the library's default */
   const char *policy, *params;
   const char **throttle; /* "cpu:1=4" entries */
   unsigned n_throttle;

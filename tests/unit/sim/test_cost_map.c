@@ -81,7 +81,8 @@ static void maps_have_mean_one(void **state) {
     hlb_cluster *c = with_map(maps[i]);
     assert_true(c->cost_slices > 0);
     assert_float_equal(hlb_cluster_range_cost(c, 1000, 0, 1000), 1000.0, 1e-6);
-    double a = hlb_cluster_range_cost(c, 1000, 0, 400), b = hlb_cluster_range_cost(c, 1000, 400, 600);
+    double a = hlb_cluster_range_cost(c, 1000, 0, 400),
+           b = hlb_cluster_range_cost(c, 1000, 400, 600);
     assert_float_equal(a + b, 1000.0, 1e-6);
     hlb_cluster_free(c);
   }
@@ -134,8 +135,7 @@ static void bad_maps_are_named(void **state) {
 /* The bound stays a bound with cost maps: no policy's noiseless run is below it. */
 static void bound_is_below_every_run_with_maps(void **state) {
   (void)state;
-  const char *maps[] = {"{\"segments\": [1, 1, 8, 8, 1, 0.2]}",
-                        "{\"profile\": \"mandelbrot\"}",
+  const char *maps[] = {"{\"segments\": [1, 1, 8, 8, 1, 0.2]}", "{\"profile\": \"mandelbrot\"}",
                         "{\"spikes\": {\"seed\": 7, \"fraction\": 0.05, \"height\": 30}}"};
   for (unsigned i = 0; i < 3; i++) {
     hlb_cluster *c = with_map(maps[i]);
@@ -162,8 +162,10 @@ static void guard_keeps_mandelbrot_near_the_bound(void **state) {
   hlb_sim_result *off = sim(c, 65536, "hlb", "tail_idle=0", 1);
   hlb_sim_result *on = sim(c, 65536, "hlb", NULL, 1);
   hlb_sim_result *greedy = sim(c, 65536, "greedy", NULL, 1);
-  if (!(off->ratio > 1.08)) fail_msg("without the guard: %.3f x the bound (expected > 1.08)", off->ratio);
-  if (!(on->ratio < 1.04)) fail_msg("with the guard: %.3f x the bound (expected < 1.04)", on->ratio);
+  if (!(off->ratio > 1.08))
+    fail_msg("without the guard: %.3f x the bound (expected > 1.08)", off->ratio);
+  if (!(on->ratio < 1.04))
+    fail_msg("with the guard: %.3f x the bound (expected < 1.04)", on->ratio);
   if (!(on->makespan_s <= greedy->makespan_s))
     fail_msg("hlb %.6g s against greedy %.6g s", on->makespan_s, greedy->makespan_s);
   hlb_sim_result_free(off);

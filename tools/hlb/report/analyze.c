@@ -256,7 +256,8 @@ void hlb__report_analyze(hlb__report *r) {
     for (unsigned p = 0; p < run->n_pus; p++) {
       hlb__rpu *u = &run->pu[p];
       /* The run's own model is kept when its curve can be solved over all the items. */
-      if (u->fitted && hlb_eft_check_curve(&u->curve, p, SOLVE_FROM, fmax(run->items, 1))) u->fitted = 0;
+      if (u->fitted && hlb_eft_check_curve(&u->curve, p, SOLVE_FROM, fmax(run->items, 1)))
+        u->fitted = 0;
       if (!u->fitted) {
         fit_from_blocks(run, p, u);
         /* The library's fit may keep a term that makes the curve fall near zero (a negative

@@ -221,8 +221,7 @@ static void run_facts(FILE *f, const hlb__report *r, const hlb__rrun *run) {
       fprintf(f, " (%u curve%s scaled to %s blocks' busy time: see the model column)", scaled,
               scaled == 1 ? "" : "s", scaled == 1 ? "its" : "their");
     fputs("</dd>", f);
-  } else
-  {
+  } else {
     fputs("<dt>fitted-ideal split</dt><dd>not computed: ", f);
     esc(f, run->ideal_why[0] ? run->ideal_why : "no PU finished a block");
     fputs("</dd>", f);
@@ -367,9 +366,11 @@ static void links_table(FILE *f, const hlb__report *r, const hlb__rrun *run) {
     fprintf(f, "<tr data-rank='%d' data-transfer-s='%.9g'><td>%d%s</td><td>%u</td>", rank, transfer,
             rank, rank ? "" : " (balances)", pus);
     if (blocks > 0)
-      fprintf(f, "<td>%.0f</td><td>%.0f</td><td>%.4g</td><td>%.3g s</td><td>%.3g s</td><td>%.1f %%</td>",
-              blocks, items, transfer, transfer / blocks, items > 0 ? 1000 * transfer / items : 0,
-              busy > 0 ? 100 * transfer / busy : 0);
+      fprintf(
+          f,
+          "<td>%.0f</td><td>%.0f</td><td>%.4g</td><td>%.3g s</td><td>%.3g s</td><td>%.1f %%</td>",
+          blocks, items, transfer, transfer / blocks, items > 0 ? 1000 * transfer / items : 0,
+          busy > 0 ? 100 * transfer / busy : 0);
     else
       fputs("<td>0</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td>", f);
     fputs("</tr>", f);

@@ -302,8 +302,9 @@ int hlb__report_load(const char *path, hlb__report *r) {
     return rc;
   }
   if (rc == 0 && !cJSON_IsArray(ev))
-    rc = bad(path, "not an hlb trace: no \"traceEvents\" array (nor an \"hlb_spmd\" object), got %s",
-             cJSON_IsObject(root) ? "an object without it" : "no JSON object at the top");
+    rc =
+        bad(path, "not an hlb trace: no \"traceEvents\" array (nor an \"hlb_spmd\" object), got %s",
+            cJSON_IsObject(root) ? "an object without it" : "no JSON object at the top");
   if (rc == 0) {
     L->path = path;
     L->r = r;

@@ -45,16 +45,16 @@ typedef struct hlb__rpu {
   double busy_s, transfer_s, throttle_s, failed_s, idle_s, tail_idle_s, gaps_s;
   double first_start_s, last_end_s;
   double max_count;
-  int fitted;       /* 1: curve holds a model */
-  int fit_from_run; /* 1: the run's own model (its facts); 0: fitted here from the blocks */
-  int rate_only;    /* 1: the curve is its items per busy second: its blocks were of one size,
-                       or (refused[0]) the curve fitted to them cannot be solved */
+  int fitted;        /* 1: curve holds a model */
+  int fit_from_run;  /* 1: the run's own model (its facts); 0: fitted here from the blocks */
+  int rate_only;     /* 1: the curve is its items per busy second: its blocks were of one size,
+                        or (refused[0]) the curve fitted to them cannot be solved */
   char refused[160]; /* why the fitted curve was not used */
   hlb_curve curve;
   double r2;
-  double scaled;       /* the curve was multiplied by this to add up to the busy time of the
-                          PU's blocks; 1 when it did within CURVE_BAND (analyze.c) */
-  double curve_sum_s;  /* what the curve, as fitted, gave for the PU's blocks together */
+  double scaled;      /* the curve was multiplied by this to add up to the busy time of the
+                         PU's blocks; 1 when it did within CURVE_BAND (analyze.c) */
+  double curve_sum_s; /* what the curve, as fitted, gave for the PU's blocks together */
   unsigned terms;
   double ideal_items; /* the fitted-ideal split's share */
   double without_s;   /* the fitted-ideal makespan without this PU; NaN when not computed */
@@ -71,10 +71,10 @@ typedef struct hlb__rrun {
   hlb__rblock *b;
   size_t n, cap;
   double makespan_s;
-  double items;   /* items done */
-  double bound_s; /* the simulator's lower bound; NaN when the trace does not record it */
+  double items;    /* items done */
+  double bound_s;  /* the simulator's lower bound; NaN when the trace does not record it */
   double policy_s; /* the policy's decision time in all (the run's facts); NaN when unknown */
-  double ideal_s; /* the fitted-ideal split's makespan; NaN when not enough fits */
+  double ideal_s;  /* the fitted-ideal split's makespan; NaN when not enough fits */
   unsigned ideal_pus;
   char ideal_why[256]; /* why the ideal split was not computed, when it was not */
 } hlb__rrun;
