@@ -94,6 +94,8 @@ typedef struct hlb_balancer hlb_balancer;
  * next pass over the same items. Needs learn_item_cost; HLB_EINVAL without it or without a
  * finished block with usable times. */
 HLB_EXTERN int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsigned m);
+/* The finest a balancer resolves item costs: the m to ask hlb_balancer_item_cost for. */
+#define HLB_ITEM_COST_SLICES 1024u
 
 /* Create a balancer. HLB_ENOTFOUND for an unknown policy name, HLB_EINVAL for bad sizes or
  * parameters; hlb_last_error() says which. */

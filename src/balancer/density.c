@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error_internal.h"
+#include "hlb/balancer.h"
 
 /* Rounds of alternating least squares: the density of one pass's blocks settles in 3-5 on
  * the simulator's cost maps; 8 leaves margin at a cost of microseconds per pass. */
@@ -23,7 +24,7 @@
 unsigned hlb__density_bins(size_t n_items, size_t granularity) {
   size_t g = granularity ? granularity : 1;
   size_t granules = (n_items + g - 1) / g;
-  if (granules > HLB__DENSITY_MAX_BINS) granules = HLB__DENSITY_MAX_BINS;
+  if (granules > HLB_ITEM_COST_SLICES) granules = HLB_ITEM_COST_SLICES;
   return granules ? (unsigned)granules : 1u;
 }
 
@@ -225,12 +226,17 @@ static void start_values(const hlb__density *start, double *out, unsigned m) {
   }
 }
 
+/* A block with items, a known PU, a time and a range inside the run. */
+static int obs_usable(const hlb__density_obs *o, size_t n_items, unsigned n_pus) {
+  return o->count > 0 && o->pu < n_pus && isfinite(o->seconds) && o->seconds > 0 &&
+         o->begin + o->count <= n_items;
+}
+
 int hlb__density_learn(size_t n_items, unsigned n_pus, const hlb__density_obs *obs, size_t n_obs,
                        const hlb__density *start, double *out, unsigned m) {
   size_t usable = 0;
   for (size_t i = 0; i < n_obs; i++)
-    usable += obs[i].count > 0 && obs[i].pu < n_pus && isfinite(obs[i].seconds) &&
-              obs[i].seconds > 0 && obs[i].begin + obs[i].count <= n_items;
+    usable += obs_usable(&obs[i], n_items, n_pus);
   if (usable == 0 || m == 0 || n_items == 0 || n_pus == 0)
     return hlb__error(HLB_EINVAL, "cost density: no block to learn from (%zu given)", n_obs);
   hlb__density_obs *ok = malloc(usable * sizeof *ok);
@@ -242,9 +248,7 @@ int hlb__density_learn(size_t n_items, unsigned n_pus, const hlb__density_obs *o
   }
   size_t k = 0;
   for (size_t i = 0; i < n_obs; i++)
-    if (obs[i].count > 0 && obs[i].pu < n_pus && isfinite(obs[i].seconds) && obs[i].seconds > 0 &&
-        obs[i].begin + obs[i].count <= n_items)
-      ok[k++] = obs[i];
+    if (obs_usable(&obs[i], n_items, n_pus)) ok[k++] = obs[i];
   start_values(start, out, m);
   double *before = start && start->n ? malloc(m * sizeof *before) : NULL;
   if (before) memcpy(before, out, m * sizeof *before);

@@ -44,9 +44,8 @@ typedef struct hlb__density_obs {
   double seconds; /* compute + transfer */
 } hlb__density_obs;
 
-/* Bins for n_items items of granularity g: at most HLB__DENSITY_MAX_BINS, at least a granule
- * each. */
-#define HLB__DENSITY_MAX_BINS 1024u
+/* Bins for n_items items of granularity g: at most HLB_ITEM_COST_SLICES (balancer.h), at
+ * least a granule each. */
 unsigned hlb__density_bins(size_t n_items, size_t granularity);
 
 /* A density from m relative costs of m equal slices of the items (any positive scale; slices

@@ -546,7 +546,7 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
                              .prior = models->per_bpu,
                              .n_prior = models->n_per_bpu,
                              .item_cost = hlb__exec_item_cost(r->ex, models, n_items),
-                             .n_item_cost = HLB__ITEM_COST_SLICES,
+                             .n_item_cost = HLB_ITEM_COST_SLICES,
                              .learn_item_cost = 1};
   int rc = hlb_balancer_create(&cfg, &r->b);
   free(desc);

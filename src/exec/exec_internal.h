@@ -11,13 +11,11 @@ typedef struct hlb__exec_memo {
   char key[128];
   hlb__model_set set;
   /* The item cost density the last run of this codelet learnt (docs/executor.md, "Items that
-   * do not cost the same"), for the next run over as many items: HLB__ITEM_COST_SLICES values,
+   * do not cost the same"), for the next run over as many items: HLB_ITEM_COST_SLICES values,
    * or NULL. */
   double *item_cost;
   size_t item_cost_items;
 } hlb__exec_memo;
-
-#define HLB__ITEM_COST_SLICES 1024u
 
 struct hlb_executor {
   unsigned n;

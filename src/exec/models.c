@@ -279,11 +279,11 @@ void hlb__exec_item_cost_keep(hlb_executor *ex, const hlb__exec_models *m, const
                               size_t n_items) {
   hlb__exec_memo *e = memo_find(ex, m->key);
   if (!e) return; /* remember() could not make the entry: out of memory, nothing to keep */
-  if (!e->item_cost) e->item_cost = malloc(HLB__ITEM_COST_SLICES * sizeof *e->item_cost);
+  if (!e->item_cost) e->item_cost = malloc(HLB_ITEM_COST_SLICES * sizeof *e->item_cost);
   if (!e->item_cost) return;
   /* A run without a usable block (every block failed or was mistimed) leaves nothing to learn:
    * the next run then starts as if items cost the same. */
-  if (hlb_balancer_item_cost(b, e->item_cost, HLB__ITEM_COST_SLICES) == 0) {
+  if (hlb_balancer_item_cost(b, e->item_cost, HLB_ITEM_COST_SLICES) == 0) {
     e->item_cost_items = n_items;
   } else {
     free(e->item_cost);

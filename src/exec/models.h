@@ -47,7 +47,7 @@ void hlb__exec_models_end(hlb_executor *ex, const hlb_codelet *cl, hlb__exec_mod
                           hlb_exec_stats *stats);
 
 /* The item cost density the executor's last run of this codelet learnt, when it ran over
- * n_items items too (HLB__ITEM_COST_SLICES values), else NULL. */
+ * n_items items too (HLB_ITEM_COST_SLICES values), else NULL. */
 const double *hlb__exec_item_cost(hlb_executor *ex, const hlb__exec_models *m, size_t n_items);
 
 /* After hlb__exec_models_end: keep what this run learnt of its items' costs for the next. */

@@ -464,7 +464,7 @@ static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const doub
 int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result **out) {
   int rc = check_options(c, opt);
   if (rc) return rc;
-  unsigned passes = opt->passes ? opt->passes : 1, m = 1024;
+  unsigned passes = opt->passes ? opt->passes : 1, m = HLB_ITEM_COST_SLICES;
   double *cost = passes > 1 ? malloc(m * sizeof *cost) : NULL;
   if (passes > 1 && !cost) return hlb__error(HLB_ENOMEM, "sim: out of memory");
   hlb_sim_options o = *opt;
