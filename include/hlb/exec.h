@@ -192,6 +192,15 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * make both look slow, and two of each is the least that shows a rate. */
 #define HLB_EXEC_RELEASE_BLOCKS 2u
 
+/* A device whose first block alone shows it this many times slower than the cores it holds
+ * is released after that block, without a second one: a one-time warm-up in the first block
+ * (a library handle, a lazy compilation the set-up launch did not catch) costs at most a few
+ * times one small training block, not 4x its whole time, while a second block of a device that
+ * slow keeps its core busy long after it would have been released (a kernel cannot be
+ * stopped: measured, PoCL's matmul at n = 2048 was 170x slower than a core and its abandoned
+ * second block kept the core busy for most of the run). */
+#define HLB_EXEC_RELEASE_CLEAR_FACTOR 4.0
+
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
  * no injection. */
 HLB_EXTERN void hlb_exec_options_default(hlb_exec_options *o);
@@ -209,7 +218,8 @@ typedef struct hlb_exec_pu_stats {
   double model_r2;      /* R² of the fit (when fitted) */
   /* 1 when the PU was released for not paying for the host core it holds (an OpenCL CPU
    * device's compute units, a GPU's driver thread): it did fewer items per second than that
-   * core did in the cpu PU, which got the core back. The reason gives both figures. */
+   * core did in the cpu PU, which got the core back. The reason gives both figures; it is
+   * also set, beginning "kept: ", for a device that passed its trial (docs/executor.md). */
   int released;
   char release_reason[160];
   unsigned cores_given; /* cpu PU: cores it got back from released PUs */

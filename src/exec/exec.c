@@ -313,13 +313,29 @@ static double items_per_busy_s(const hlb_exec_pu_stats *st) {
   return st->busy_s > 0 ? (double)st->items / st->busy_s : 0;
 }
 
+/* The cores the automatic cpu PU runs on now: its own and those released devices gave it. */
+static unsigned cpu_cores_now(const run_ctx *r, int cpu) {
+  return r->ex->pu[cpu].cores + r->ex->cores_given[cpu];
+}
+
+/* Device `dev` did at least as much as the cores it holds would do in the cpu PU over its first
+ * blocks: the reason says it was kept, with both figures (it is judged again after every
+ * block, and a later release replaces the reason). */
+static void note_kept(run_ctx *r, unsigned dev, int cpu, double dev_rate, double core_rate) {
+  hlb_executor *ex = r->ex;
+  unsigned held = held_cores(ex, dev);
+  snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
+           "kept: %.3g items/s against %.3g items/s for the %u core%s it holds in %s", dev_rate,
+           core_rate * held, held, held > 1 ? "s" : "", ex->pu[cpu].name);
+}
+
 /* Release device PU `dev` (see should_release): its cores go to the cpu PU from its next block
  * on; the device is retired now, or, with a block in flight, when that block ends (the block
  * is finished, not lost: every item is still done once). */
 static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, double core_rate,
                            int in_flight) {
   hlb_executor *ex = r->ex;
-  unsigned held = held_cores(ex, dev), cores = ex->pu[cpu].cores + ex->cores_given[cpu];
+  unsigned held = held_cores(ex, dev);
   char host_name[sizeof ex->pu[cpu].name];
   memcpy(host_name, ex->pu[cpu].name, sizeof host_name);
   snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
@@ -328,7 +344,7 @@ static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, d
            host_name);
   ex->released[dev] = 1;
   ex->cores_given[cpu] += held;
-  ex->ops[cpu]->set_cores(ex->dev[cpu], cores + held);
+  ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
   unsigned bpu = (unsigned)r->bpu_of[dev];
   if (in_flight && !r->committing[dev]) {
     /* Its block would end long after the cpu PU could do it: give the items back now, and the
@@ -362,11 +378,12 @@ static void release_stored(run_ctx *r, const hlb__exec_models *m) {
 
 /* A device that holds host cores is kept only while it adds more items per second than those
  * cores add to the cpu PU (both measured in this run over their finished blocks, emulated
- * throttling included). It is judged once it finished HLB_EXEC_RELEASE_BLOCKS blocks; or,
- * earlier, while its second block runs: its items over its busy time so far, counting the
- * block in flight as done, is more than it can have reached, so when even that is below the
- * cores' rate the device is slower for sure. (Its first block is never judged in flight: it
- * may carry a one-time warm-up.) Returns 1 and fills the rates when `dev` should go. */
+ * throttling included). It is judged once it finished HLB_EXEC_RELEASE_BLOCKS blocks; after
+ * its first block if that block alone shows it HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or
+ * while its second block runs: its items over its busy time so far, counting the block in
+ * flight as done, is more than it can have reached, so when even that is below the cores'
+ * rate the device is slower for sure. (Its first block is never judged in flight: it may carry
+ * a one-time warm-up.) Returns 1 and fills the rates when `dev` should go. */
 static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_rate,
                           double *core_rate) {
   const hlb_executor *ex = r->ex;
@@ -376,14 +393,16 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
     return 0;
   const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
   if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
-  *core_rate = items_per_busy_s(host) / (ex->pu[cpu].cores + ex->cores_given[cpu]);
+  *core_rate = items_per_busy_s(host) / cpu_cores_now(r, cpu);
   if (r->in_block[dev]) {
     if (d->blocks < 1) return 0;
     double busy = d->busy_s + (rel_now(r) - r->block_start[dev]);
     *dev_rate = (double)(d->items + r->block_count[dev]) / busy;
   } else {
-    if (d->blocks < HLB_EXEC_RELEASE_BLOCKS) return 0;
+    if (d->blocks < 1) return 0;
     *dev_rate = items_per_busy_s(d);
+    if (d->blocks < HLB_EXEC_RELEASE_BLOCKS)
+      return *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
   }
   return *core_rate > 0 && *dev_rate < *core_rate * held;
 }
@@ -393,15 +412,21 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
 static int release_weak_locked(driver *d) {
   run_ctx *r = d->r;
   int cpu = automatic_cpu_pu(r->ex);
-  double dev_rate, core_rate;
+  double dev_rate = 0, core_rate = 0;
   if (r->ex->released[d->pu]) { /* released while its block ran: retire it now */
     hlb_balancer_retire(r->b, d->bpu);
     return 1;
   }
   if ((int)d->pu != cpu) {
-    if (!should_release(r, d->pu, cpu, &dev_rate, &core_rate)) return 0;
-    release_locked(r, d->pu, cpu, dev_rate, core_rate, 0);
-    return 1;
+    if (should_release(r, d->pu, cpu, &dev_rate, &core_rate)) {
+      release_locked(r, d->pu, cpu, dev_rate, core_rate, 0);
+      return 1;
+    }
+    /* Judged on its first blocks and not released: say so once. */
+    if (core_rate > 0 && !r->ex->release_reason[d->pu][0] &&
+        r->st[d->pu].blocks >= HLB_EXEC_RELEASE_BLOCKS)
+      note_kept(r, d->pu, cpu, dev_rate, core_rate);
+    return 0;
   }
   for (unsigned i = 0; i < r->ex->n; i++)
     if ((int)i != cpu && r->in_block[i] && should_release(r, i, cpu, &dev_rate, &core_rate))

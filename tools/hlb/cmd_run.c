@@ -301,7 +301,8 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
            busy, 100 - busy, p->failed_blocks, p->retired ? " (retired)" : "", model);
   }
   for (unsigned i = 0; i < s->n_pus; i++)
-    if (s->per_pu[i].released) printf("%s %s\n", s->pu[i].name, s->per_pu[i].release_reason);
+    if (s->per_pu[i].release_reason[0])
+      printf("%s %s\n", s->pu[i].name, s->per_pu[i].release_reason);
   for (unsigned i = 0; i < s->n_pus; i++)
     if (s->per_pu[i].failure[0])
       fprintf(stderr, "hlb run: warning: %s %s: %s\n", s->pu[i].name,
@@ -391,7 +392,7 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
     cJSON_AddBoolToObject(p, "retired", s->per_pu[i].retired);
     cJSON_AddBoolToObject(p, "released", s->per_pu[i].released);
     if (s->per_pu[i].failure[0]) cJSON_AddStringToObject(p, "failure", s->per_pu[i].failure);
-    if (s->per_pu[i].released)
+    if (s->per_pu[i].release_reason[0])
       cJSON_AddStringToObject(p, "release_reason", s->per_pu[i].release_reason);
     if (s->per_pu[i].cores_given)
       cJSON_AddNumberToObject(p, "cores_given", s->per_pu[i].cores_given);

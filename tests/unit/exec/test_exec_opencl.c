@@ -24,7 +24,19 @@ static const char src[] =
     "  if (i >= count) return;\n"
     "  ((global double *)out)[i] = ((global const double *)in)[i] *\n"
     "      ((global const double *)s0)[0] + (double)(begin + i);\n"
+    "}\n"
+    /* The same result after HEAVY steps of arithmetic per item whose value never matters. */
+    "kernel void heavy(global const uchar *in, global uchar *out, ulong begin, ulong count,\n"
+    "  global const uchar *s0, global const uchar *s1, global const uchar *s2,\n"
+    "  global const uchar *s3) {\n"
+    "  ulong i = get_global_id(0);\n"
+    "  if (i >= count) return;\n"
+    "  double x = ((global const double *)in)[i], acc = x;\n"
+    "  for (int k = 0; k < 20000; k++) acc = acc * 0.999999 + 1e-9;\n"
+    "  ((global double *)out)[i] = x * ((global const double *)s0)[0] + (double)(begin + i) +\n"
+    "      (acc > 1e300 ? 1.0 : 0.0);\n"
     "}\n";
+#define HEAVY 20000
 
 static double in[N], out[N], scale[1] = {3.0};
 
@@ -33,6 +45,18 @@ static int cpu_k(const hlb_exec_call *c) {
   double *y = c->out;
   for (size_t i = 0; i < c->count; i++)
     y[i] = x[i] * s[0] + (double)(c->begin + i);
+  return 0;
+}
+
+static int cpu_heavy(const hlb_exec_call *c) {
+  const double *x = c->in, *s = c->shared[0];
+  double *y = c->out;
+  for (size_t i = 0; i < c->count; i++) {
+    double acc = x[i];
+    for (int k = 0; k < HEAVY; k++)
+      acc = acc * 0.999999 + 1e-9;
+    y[i] = x[i] * s[0] + (double)(c->begin + i) + (acc > 1e300 ? 1.0 : 0.0);
+  }
   return 0;
 }
 
@@ -151,6 +175,62 @@ static void test_bad_kernel_beside_cpu(void **st) {
   hlb_executor_destroy(ex);
 }
 
+static void run_stats(const char *spec, double cl_throttle, double cpu_throttle, int heavy,
+                      hlb_exec_stats *s) {
+  hlb_exec_pu pus[2];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus(spec, pus, 2, &n), 0);
+  assert_int_equal(n, 2);
+  pus[0].throttle = cpu_throttle;
+  pus[1].throttle = cl_throttle;
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s: %s", spec, hlb_last_error());
+  hlb_codelet cl = codelet();
+  if (heavy) {
+    cl.cpu = cpu_heavy;
+    cl.opencl_kernel = "heavy";
+  }
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "greedy";
+  o.params = heavy ? "chunk=5" : "chunk=50";
+  if (hlb_executor_run(ex, &cl, N, &o, s)) fail_msg("%s: %s", spec, hlb_last_error());
+  check();
+  assert_int_equal(s->per_pu[0].items + s->per_pu[1].items, N);
+  hlb_executor_destroy(ex);
+}
+
+/* A device (holding a core of the automatic cpu PU) that its first block shows far slower than
+ * that core is released after that block: no second block keeps its core busy. A device far
+ * faster (on a kernel heavy enough that its launches do not dominate) is kept after its trial,
+ * with both rates in the reason; with a cpu PU the user sized there is no trial. Throttles of
+ * 20x and 200x make the outcome independent of the machine's load. */
+static void test_trial(void **st) {
+  (void)st;
+  hlb_exec_stats s = {0};
+  run_stats("cpu,opencl:0", 20, 1, 1, &s);
+  if (s.pu[1].cores == 0) { /* not a CPU-type device: it holds no core, nothing to judge */
+    hlb_exec_stats_clear(&s);
+    return;
+  }
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_int_equal(s.per_pu[1].blocks, 1);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "released: "));
+  assert_int_equal(s.per_pu[0].cores_given, 1);
+  hlb_exec_stats_clear(&s);
+
+  run_stats("cpu,opencl:0", 1, 200, 1, &s);
+  assert_int_equal(s.per_pu[1].released, 0);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "kept: "));
+  assert_int_equal(s.per_pu[0].cores_given, 0);
+  hlb_exec_stats_clear(&s);
+
+  run_stats("cpu:1,opencl:0", 20, 1, 1, &s);
+  assert_int_equal(s.per_pu[1].released, 0);
+  assert_string_equal(s.per_pu[1].release_reason, "");
+  hlb_exec_stats_clear(&s);
+}
+
 int main(void) {
   if (!hlb_backend_built(HLB_BACKEND_OPENCL) || hlb_backend_devices(HLB_BACKEND_OPENCL) == 0) {
     printf("no OpenCL device: skipped\n");
@@ -162,6 +242,7 @@ int main(void) {
       cmocka_unit_test(test_fission),
       cmocka_unit_test(test_bad_kernel),
       cmocka_unit_test(test_bad_kernel_beside_cpu),
+      cmocka_unit_test(test_trial),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
