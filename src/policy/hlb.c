@@ -249,7 +249,10 @@ static void find_best_block(hlbp *h, unsigned p) {
   hpu *q = &h->pu[p];
   q->ycap = 0.0;
   double slack = h->prm[P_BEST_SLACK], g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
-  if (!(h->prm[P_BEST] > 0)) return;
+  /* Off when blocks are sized by an item cost density (a later pass): the density smears a
+   * spike over the block that measured it, and its blocks' time per cost then rises with size
+   * for no superlinear reason (random spikes, pass 3: 1.055 x the bound with the cap). */
+  if (!(h->prm[P_BEST] > 0) || hlb_balancer_has_item_cost(h->ctx->balancer)) return;
   int b = -1;
   for (int k = 0; k < BINS; k++)
     if (q->bin_n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;
