@@ -5,7 +5,11 @@
  *   bench_sim policies [PRESETS_DIR]     every policy on every preset and on random clusters
  *                                         of 2-64 PUs with up to 30x speed spread: ratio to
  *                                         the lower bound and to greedy
- *   bench_sim all      (default)         the three, with their default sizes
+ *   bench_sim superlinear [PARAMS]      random clusters whose curves have quadratic, cubic or
+ *                                         x ln x terms (a best block size y* per PU): ratio
+ *                                         to the lower bound of greedy, plb-hac and hlb (hlb
+ *                                         also with PARAMS, e.g. best_block=0, when given)
+ *   bench_sim all      (default)         events, scale and policies, with their default sizes
  */
 #include <dirent.h>
 #include <math.h>
@@ -51,6 +55,48 @@ static char *random_cluster_json(unsigned n, double spread, uint64_t seed) {
         "%s{\"name\": \"p%u\", \"kind\": \"%s\", \"time\": {\"const\": %g, \"linear\": %.6g}%s}",
         p % 8 ? ", " : "", p, gpu ? "gpu" : "cpu", gpu ? 2e-3 : 2e-4, 1e-2 / speed,
         gpu ? ", \"link\": {\"latency_s\": 1e-5, \"bandwidth_Bps\": 6e9}" : "");
+  }
+  snprintf(s + len, cap - len, "]}]}");
+  return s;
+}
+
+/* A synthetic cluster of n PUs, 8 per node, speeds over [1, 30] log-uniformly as above, whose
+ * curves are superlinear: each PU has a fixed cost of F items' worth (F log-uniform in
+ * [5, 100]) and, three times in four, one quadratic, cubic or x ln x term sized so that its
+ * best block (the argmin of time / size) is y* items, y* log-uniform in [100, 3000]; the
+ * fourth PU is affine. With 10^5 items a PU's share is 1500-50000 items, so most shares hold
+ * many best blocks and one block per share costs several times the bound. */
+static char *superlinear_cluster_json(unsigned n, uint64_t seed) {
+  hlb__rng rng;
+  hlb__rng_seed(&rng, seed);
+  size_t cap = 512 + (size_t)n * 360;
+  char *s = malloc(cap);
+  if (!s) return NULL;
+  size_t len = (size_t)snprintf(s, cap,
+                                "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, "
+                                "\"noise_sigma\": 0.05, \"nodes\": [");
+  for (unsigned p = 0; p < n; p++) {
+    if (p % 8 == 0)
+      len += (size_t)snprintf(s + len, cap - len,
+                              "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": %g, "
+                              "\"bandwidth_Bps\": 1.25e9}, \"pus\": [",
+                              p ? "]}, " : "", p / 8, p < 8 ? 0.0 : 2e-5);
+    double speed = pow(30.0, hlb__rng_uniform(&rng));
+    double lin = 1e-2 / speed, f = lin * 5.0 * pow(20.0, hlb__rng_uniform(&rng));
+    double ystar = 100.0 * pow(30.0, hlb__rng_uniform(&rng)), kind = hlb__rng_uniform(&rng);
+    char term[96] = "";
+    /* argmin of (f + l y + term) / y: quadratic q y^2 -> sqrt(f / q); cubic r y^3 ->
+     * (f / 2r)^(1/3); x ln x s y ln y -> f / s. */
+    if (kind < 0.25)
+      snprintf(term, sizeof term, ", \"quadratic\": %.6g", f / (ystar * ystar));
+    else if (kind < 0.5)
+      snprintf(term, sizeof term, ", \"cubic\": %.6g", f / (2.0 * ystar * ystar * ystar));
+    else if (kind < 0.75)
+      snprintf(term, sizeof term, ", \"xlogx\": %.6g", f / ystar);
+    len += (size_t)snprintf(s + len, cap - len,
+                            "%s{\"name\": \"p%u\", \"kind\": \"cpu\", \"time\": {\"const\": "
+                            "%.6g, \"linear\": %.6g%s}}",
+                            p % 8 ? ", " : "", p, f, lin, term);
   }
   snprintf(s + len, cap - len, "]}]}");
   return s;
@@ -250,6 +296,54 @@ static void bench_policies(const char *dir) {
   print_geomean("geometric mean (random)", lr, lg, n, rows);
 }
 
+/* Random superlinear clusters: greedy, plb-hac and hlb (and hlb with `params`). */
+static void bench_superlinear(const char *params) {
+  const char *names[] = {"greedy", "plb-hac", "hlb", "hlb"};
+  const char *prm[] = {NULL, NULL, NULL, params};
+  unsigned n = params ? 4 : 3;
+  double lr[4] = {0}, lg[4] = {0};
+  unsigned rows = 0;
+  printf("\n== random superlinear clusters (best blocks of 100-3000 items, noise 0.05, 10^5 "
+         "items): ratio to bound (/ greedy) ==\n");
+  printf("%-36s %10s", "PUs seed", "bound_s");
+  for (unsigned i = 0; i < n; i++)
+    printf(" %12s", i == 3 ? params : names[i]);
+  printf("\n");
+  const unsigned sizes[] = {2, 4, 8, 16, 32, 64};
+  for (unsigned k = 0; k < 6; k++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      char *json = superlinear_cluster_json(sizes[k], 7000 + 100 * sizes[k] + seed);
+      hlb_cluster *c = NULL;
+      if (!json || hlb_cluster_parse("superlinear", json, &c)) {
+        fprintf(stderr, "superlinear cluster: %s\n", hlb_last_error());
+        exit(1);
+      }
+      free(json);
+      double mk[4], bound = 0;
+      for (unsigned i = 0; i < n; i++) {
+        hlb_sim_result *r = sim(c, 100000, names[i], prm[i], seed);
+        mk[i] = r && r->exactly_once ? r->makespan_s : NAN;
+        if (r) bound = r->lower_bound_s;
+        hlb_sim_result_free(r);
+      }
+      char label[64];
+      snprintf(label, sizeof label, "%u PUs, cluster %llu", sizes[k], (unsigned long long)seed);
+      printf("%-36s %10.4g", label, bound);
+      for (unsigned i = 0; i < n; i++) {
+        char cell[32];
+        snprintf(cell, sizeof cell, "%.3f(%.2f)", mk[i] / bound, mk[i] / mk[0]);
+        printf(" %12s", cell);
+        lr[i] += log(mk[i] / bound);
+        lg[i] += log(mk[i] / mk[0]);
+      }
+      printf("\n");
+      fflush(stdout);
+      rows++;
+      hlb_cluster_free(c);
+    }
+  print_geomean("geometric mean (superlinear)", lr, lg, n, rows);
+}
+
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "all";
   if (!strcmp(what, "events") || !strcmp(what, "all"))
@@ -260,5 +354,6 @@ int main(int argc, char **argv) {
                 argc > 3 && strcmp(what, "all") ? (size_t)atof(argv[3]) : 100000000);
   if (!strcmp(what, "policies") || !strcmp(what, "all"))
     bench_policies(argc > 2 && strcmp(what, "all") ? argv[2] : HLB_PRESETS_DIR);
+  if (!strcmp(what, "superlinear")) bench_superlinear(argc > 2 ? argv[2] : NULL);
   return 0;
 }

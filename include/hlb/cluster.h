@@ -31,6 +31,12 @@ typedef struct hlb_cluster_pu {
   hlb_curve time;   /* time for a block of x items (scale 1, no transfer part) */
   double poly[5];   /* the file's terms: const, linear, quadratic, cubic, xlogx */
   size_t max_items; /* cap on items this PU may receive in total; SIZE_MAX when none */
+  /* Driver cores (simulator; docs/cluster-format.md): a cpu PU's `cores` (0 when the file gives
+   * none; its time curve is for all of them), and, for a PU that holds cores of a cpu PU of its
+   * node (a CPU-type OpenCL device, a device's driver thread), that PU's index and how many. */
+  unsigned cores;
+  int driver_of;         /* index into hlb_cluster.pus, or -1 */
+  unsigned driver_cores; /* cores held; 0 when driver_of is -1 */
 } hlb_cluster_pu;
 
 typedef struct hlb_cluster_node {

@@ -37,7 +37,28 @@ typedef struct hlb_sim_options {
    * cost density the previous one learnt (hlb_balancer_item_cost), as an iterative code's
    * next iteration would; pass k uses the noise seed + k. The result is the last pass's. */
   unsigned passes;
+  /* 1: keep every driver-core PU (docs/cluster-format.md, "Driver cores") even when it does
+   * fewer items per second than the cores it holds would do in their cpu PU. By default such a
+   * PU is released as the executor releases one (hlb_exec_options.keep_weak_devices): judged
+   * once the cpu PU finished HLB_SIM_RELEASE_BLOCKS blocks, its cores go back to the cpu PU. */
+  int keep_weak_devices;
 } hlb_sim_options;
+
+/* Blocks the cpu PU (and the device, judged on finished blocks) must have finished before a
+ * driver-core PU is judged: the executor's HLB_EXEC_RELEASE_BLOCKS. */
+#define HLB_SIM_RELEASE_BLOCKS 2u
+
+/* A driver-core PU the simulator released, with both figures of the decision. */
+typedef struct hlb_sim_release {
+  unsigned pu;             /* the released PU */
+  unsigned host;           /* the cpu PU that got its cores back */
+  unsigned cores;          /* how many */
+  double at_s;             /* simulated time of the decision */
+  double pu_items_per_s;   /* the PU's items per busy second (at most this, when in_flight) */
+  double core_items_per_s; /* what its cores did in the cpu PU: per-core rate x cores */
+  int in_flight;           /* 1: judged while its block ran; that block went back to the pool */
+  char reason[192];        /* "released at 1.5 s: 120 items/s against 400 items/s for ..." */
+} hlb_sim_release;
 
 /* One phase of one block, recorded when keep_trace is set. */
 typedef enum hlb_sim_phase {
@@ -61,7 +82,7 @@ typedef struct hlb_sim_result {
   double lower_bound_s; /* hlb_sim_lower_bound() of the same cluster and items */
   double ratio;         /* makespan / lower bound */
   size_t blocks;        /* blocks completed */
-  size_t blocks_lost;   /* blocks lost to failures (and redone) */
+  size_t blocks_lost;   /* blocks lost to failures or dropped by a released PU (and redone) */
   uint64_t events;      /* simulation events processed */
   double solver_s;      /* wall-clock time inside the policy (not deterministic) */
   int exactly_once;     /* 1: hlb_balancer_check_exactly_once() passed */
@@ -74,6 +95,8 @@ typedef struct hlb_sim_result {
   double *idle_pct;        /* per kind: 100 * (1 - sum busy / sum alive) */
   size_t n_slices;         /* trace slices (keep_trace only) */
   hlb_sim_slice *slices;
+  unsigned n_released;       /* driver-core PUs released during the run, in order */
+  hlb_sim_release *released; /* NULL when the cluster has no driver cores */
 } hlb_sim_result;
 
 /* Simulate one run of opt->policy on cluster c. On success *out holds the result (free with

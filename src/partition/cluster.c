@@ -160,8 +160,22 @@ static int read_cap(const hlb__jctx *c, const cJSON *obj, const char *path, size
   return rc;
 }
 
+/* A count of cores: an integer >= 1 (a JSON number, so the message can show a bad value). */
+static int read_cores(const hlb__jctx *c, const cJSON *obj, const char *path, const char *key,
+                      int required, unsigned *out) {
+  double v = 0;
+  int rc = hlb__json_number(c, obj, path, key, required, 0.0, -DBL_MAX, DBL_MAX, &v);
+  if (rc || (!required && !cJSON_GetObjectItemCaseSensitive(obj, key))) return rc;
+  if (!(v >= 1) || v != floor(v) || v > 1e6)
+    return hlb__error(HLB_EPARSE, "%s: %s.%s: must be a whole number of cores >= 1, got %g",
+                      c->file, path, key, v);
+  *out = (unsigned)v;
+  return 0;
+}
+
 static int read_pu(const hlb__jctx *c, const cJSON *obj, const char *path, hlb_cluster_pu *pu) {
-  static const char *const known[] = {"name", "kind", "link", "time", "max_items", "comment", NULL};
+  static const char *const known[] = {"name",  "kind",        "link",    "time", "max_items",
+                                      "cores", "driver_core", "comment", NULL};
   int rc = check_object(c, obj, path, known);
   const char *name = NULL, *kind = NULL;
   if (!rc) rc = hlb__json_string(c, obj, path, "name", 1, NULL, &name);
@@ -169,6 +183,8 @@ static int read_pu(const hlb__jctx *c, const cJSON *obj, const char *path, hlb_c
   if (!rc) rc = read_link(c, obj, path, 0, &pu->link);
   if (!rc) rc = read_time(c, obj, path, pu);
   if (!rc) rc = read_cap(c, obj, path, &pu->max_items);
+  if (!rc) rc = read_cores(c, obj, path, "cores", 0, &pu->cores);
+  pu->driver_of = -1; /* driver_core is resolved once every PU has its name */
   if (rc) return rc;
   pu->name = dup_str(name);
   pu->kind = dup_str(kind);
@@ -223,6 +239,88 @@ static int check_names(const hlb__jctx *c, const hlb_cluster *cl) {
                           c->file, pb->node, b - cl->nodes[pb->node].first_pu, pb->name, pa->node,
                           a - cl->nodes[pa->node].first_pu);
       }
+  return 0;
+}
+
+/* One PU's "driver_core": {"of": NAME, "cores": K}: it holds K cores of the cpu PU NAME of its
+ * own node (docs/cluster-format.md, "Driver cores"). Needs every PU's name. */
+static int read_driver_core(const hlb__jctx *c, const cJSON *pu_obj, const char *ppath,
+                            hlb_cluster *cl, unsigned p) {
+  static const char *const known[] = {"of", "cores", "comment", NULL};
+  const cJSON *obj = NULL;
+  int rc = hlb__json_object(c, pu_obj, ppath, "driver_core", 0, &obj);
+  if (rc || !obj) return rc;
+  char path[PATH_MAX_LEN];
+  snprintf(path, sizeof path, "%.120s.driver_core", ppath);
+  const char *of = NULL;
+  hlb_cluster_pu *pu = &cl->pus[p];
+  unsigned k = 1;
+  rc = check_object(c, obj, path, known);
+  if (!rc) rc = hlb__json_string(c, obj, path, "of", 1, NULL, &of);
+  if (!rc) rc = read_cores(c, obj, path, "cores", 0, &k);
+  if (rc) return rc;
+  int host = hlb_cluster_find_pu(cl, of);
+  if (host < 0)
+    return hlb__error(HLB_EPARSE, "%s: %s.of: no PU is named \"%s\"", c->file, path, of);
+  const hlb_cluster_pu *h = &cl->pus[host];
+  if ((unsigned)host == p)
+    return hlb__error(HLB_EPARSE,
+                      "%s: %s.of: \"%s\" is this PU itself: a PU cannot hold its own cores (a "
+                      "cycle)",
+                      c->file, path, of);
+  if (h->node != pu->node)
+    return hlb__error(HLB_EPARSE,
+                      "%s: %s.of: \"%s\" is a PU of node \"%s\", not of this PU's node \"%s\": "
+                      "driver cores are the host cores of the PU's own node",
+                      c->file, path, of, cl->nodes[h->node].name, cl->nodes[pu->node].name);
+  if (h->cores == 0)
+    return hlb__error(HLB_EPARSE,
+                      "%s: %s.of: \"%s\" gives no \"cores\": a PU whose cores are held must say "
+                      "how many it has (its time curve is for all of them)",
+                      c->file, path, of);
+  pu->driver_of = host;
+  pu->driver_cores = k;
+  return 0;
+}
+
+/* After every PU is read: driver_core entries, then the rules that span PUs. A PU that holds
+ * cores cannot give any (no chains or cycles: a cpu PU's speed depends on its own cores only),
+ * and the PUs holding cores of one cpu PU leave it at least one. */
+static int read_driver_cores(const hlb__jctx *c, const cJSON *nodes, hlb_cluster *cl) {
+  unsigned ni = 0;
+  const cJSON *node;
+  cJSON_ArrayForEach(node, nodes) {
+    const cJSON *pus = cJSON_GetObjectItemCaseSensitive(node, "pus"), *p;
+    unsigned j = 0;
+    cJSON_ArrayForEach(p, pus) {
+      char path[PATH_MAX_LEN];
+      snprintf(path, sizeof path, "nodes[%u].pus[%u]", ni, j);
+      int rc = read_driver_core(c, p, path, cl, cl->nodes[ni].first_pu + j);
+      if (rc) return rc;
+      j++;
+    }
+    ni++;
+  }
+  for (unsigned p = 0; p < cl->n_pus; p++) {
+    const hlb_cluster_pu *pu = &cl->pus[p];
+    if (pu->driver_of < 0) continue;
+    const hlb_cluster_pu *h = &cl->pus[pu->driver_of];
+    unsigned jp = p - cl->nodes[pu->node].first_pu;
+    if (h->driver_of >= 0)
+      return hlb__error(HLB_EPARSE,
+                        "%s: nodes[%u].pus[%u].driver_core.of: \"%s\" holds cores of \"%s\" "
+                        "itself: driver cores cannot be chained%s",
+                        c->file, pu->node, jp, h->name, cl->pus[h->driver_of].name,
+                        h->driver_of == (int)p ? " (a cycle)" : "");
+    unsigned held = 0;
+    for (unsigned q = 0; q < cl->n_pus; q++)
+      if (cl->pus[q].driver_of == pu->driver_of) held += cl->pus[q].driver_cores;
+    if (held >= h->cores)
+      return hlb__error(HLB_EPARSE,
+                        "%s: nodes[%u].pus[%u].driver_core.cores: the PUs holding cores of "
+                        "\"%s\" hold %u of its %u cores; it must keep at least one",
+                        c->file, pu->node, jp, h->name, held, h->cores);
+  }
   return 0;
 }
 
@@ -342,6 +440,7 @@ static int read_cluster(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) 
     }
   }
   if (!rc) rc = check_names(c, cl);
+  if (!rc) rc = read_driver_cores(c, nodes, cl);
   if (!rc) rc = read_item(c, root, cl);
   if (!rc) rc = hlb__json_number(c, root, "", "noise_sigma", 0, 0.0, 0, DBL_MAX, &cl->noise_sigma);
   if (!rc) rc = read_events(c, root, cl);

@@ -55,6 +55,8 @@ enum {
   P_PRIOR_CHECK,
   P_PRIOR_TOL,
   P_TAIL,
+  P_BEST,
+  P_BEST_SLACK,
   P_COUNT
 };
 
@@ -84,12 +86,22 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "Misprediction guard: a block is kept small enough that, mispredicted as badly as the "
      "PU's recent blocks were (the mean over the last 8), it leaves the others idle at most "
      "this fraction of the predicted makespan (0: no guard)."},
+    {"best_block", 1, 0, 1,
+     "1: a PU whose fitted curve has a best block size y* inside the sizes it measured "
+     "(argmin of time / size: quadratic, cubic or x ln x terms) gets blocks of at most about "
+     "y*, and the split counts its share as done in such blocks; 0: off."},
+    {"best_block_slack", 0.02, 0.0, 1.0,
+     "With best_block: the cap is the largest size whose time per item is at most this "
+     "fraction above the best (fewer, larger blocks for a cost per item that is nearly the "
+     "same)."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
 /* Recent mispredictions kept per PU for the guard: 8 blocks, so one odd block is remembered for
  * a while but a PU that became predictable is trusted again within a few blocks. */
 #define MISS_RING 8
+#define BINS 40  /* best_block: octaves of block size, 1 to 2^40 items */
+#define RISE 0.1 /* best_block: the rise per item that shows a superlinear curve (see there) */
 
 typedef struct hpu {
   hlb__plb_pu u;
@@ -107,6 +119,10 @@ typedef struct hpu {
   double miss[MISS_RING];     /* |ln(measured / predicted)| of recent blocks */
   double min_t;               /* the shortest accepted block time: >= the fixed cost */
   unsigned miss_n, miss_at;
+  double ycap; /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
+  /* best_block: items, seconds and blocks per octave of block size (2^k <= x < 2^(k+1)) */
+  double bin_x[BINS], bin_t[BINS];
+  unsigned bin_n[BINS];
 } hpu;
 
 typedef struct hlbp {
@@ -192,6 +208,87 @@ static void note_miss(hpu *q, double predicted, double t) {
   if (q->miss_n < MISS_RING) q->miss_n++;
 }
 
+/* best_block (issue 13: curves where small blocks win). With quadratic, cubic or x ln x terms
+ * the time per item c(y) / y has its minimum at a finite y*, and a share cut into blocks near
+ * y* costs share * c(y*) / y*, less than one block of the share: the simulator's lower bound is
+ * L(x) = x min c(y) / y (docs/simulator.md). The PU's fitted model is no help here: its term
+ * selection keeps a line through a few noisy sizes, and its plausibility check rejects a fit
+ * that bends away from the line beyond the sizes measured; nor is a parabola of its own, which
+ * misplaces the optimum of an x ln x term by 100x over the ramp's range of sizes.
+ *
+ * So the measured blocks themselves say it: each PU sums items and seconds per octave of block
+ * size (bins of [2^k, 2^(k+1))), whose time per item is sum t / sum x. The ramp (each block up
+ * to `grow` times the last) measures the sizes an octave or two apart. A cap is set when the
+ * next larger bin measured is more than RISE (10 %, or 2 slacks) dearer per item than the best:
+ * a rise seen, not extrapolated. Lower, and the noise of a shared node link or of items that do
+ * not cost the same capped affine PUs by mistake, which then never measure larger blocks again
+ * (boinski-apl09-12-jacobi1024 and irregular-2machines-segments got 2.5 % and 3.4 % worse). The
+ * optimum is then the vertex of the parabola in ln(size) through the best bin and its measured
+ * neighbours (the time per item of every such curve is convex in ln size), and the cap the
+ * size where that parabola is best_block_slack above its least value, kept between the best
+ * bin and its larger neighbour. With no smaller neighbour (the best is the smallest size
+ * measured, e.g. the probe), the cap is the best bin's size: nothing below it is known. */
+static void best_block_add(hlbp *h, hpu *q, double x, double t) {
+  int k = (int)floor(log2(fmax(x, 1.0)));
+  if (k >= BINS) k = BINS - 1;
+  q->bin_x[k] += x;
+  q->bin_t[k] += t;
+  q->bin_n[k]++;
+  (void)h;
+}
+
+static double bin_rate(const hpu *q, int k) {
+  return q->bin_t[k] / q->bin_x[k];
+}
+
+static double bin_size(const hpu *q, int k) {
+  return q->bin_x[k] / q->bin_n[k];
+}
+
+static void find_best_block(hlbp *h, unsigned p) {
+  hpu *q = &h->pu[p];
+  q->ycap = 0.0;
+  double slack = h->prm[P_BEST_SLACK], g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
+  /* Off when blocks are sized by an item cost density (a later pass): the density smears a
+   * spike over the block that measured it, and its blocks' time per cost then rises with size
+   * for no superlinear reason (random spikes, pass 3: 1.055 x the bound with the cap). */
+  if (!(h->prm[P_BEST] > 0) || hlb_balancer_has_item_cost(h->ctx->balancer)) return;
+  int b = -1;
+  for (int k = 0; k < BINS; k++)
+    if (q->bin_n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;
+  if (b < 0) return;
+  int lo = -1, up = -1;
+  unsigned above = 0;
+  for (int k = b - 1; k >= 0 && lo < 0; k--)
+    if (q->bin_n[k]) lo = k;
+  for (int k = b + 1; k < BINS; k++)
+    if (q->bin_n[k]) {
+      if (up < 0) up = k;
+      above += q->bin_n[k];
+    }
+  double rb = bin_rate(q, b);
+  if (up < 0 || above < 1 || !(bin_rate(q, up) > (1.0 + fmax(2.0 * slack, RISE)) * rb)) return;
+  double cap = bin_size(q, b);
+  if (lo >= 0) {
+    /* Parabola r(v) = r_b + d1 (v - v_b) + d2 (v - v_b)^2 through the three points. */
+    double vl = log(bin_size(q, lo)), vb = log(cap), vu = log(bin_size(q, up));
+    double rl = bin_rate(q, lo), ru = bin_rate(q, up);
+    double sl = (rl - rb) / (vl - vb), su = (ru - rb) / (vu - vb);
+    double d2 = (su - sl) / (vu - vl), d1 = sl - d2 * (vl - vb);
+    if (d2 > 0) {
+      double vs = fmin(fmax(vb - d1 / (2.0 * d2), vl), vu);
+      double rs = rb + d1 * (vs - vb) + d2 * (vs - vb) * (vs - vb);
+      /* r(v) = (1 + slack) rs beyond the vertex: d2 w^2 + (d1 + 2 d2 (vs - vb)) w = slack rs
+       * with w = v - vs, and at the vertex the slope is 0 (when it is inside). */
+      double slope = d1 + 2.0 * d2 * (vs - vb), need = slack * fmax(rs, 0.0);
+      double w = (-slope + sqrt(fmax(slope * slope + 4.0 * d2 * need, 0.0))) / (2.0 * d2);
+      double vc = fmin(fmax(vs + w, vb), vu);
+      cap = exp(vc);
+    }
+  }
+  q->ycap = fmax(cap, g);
+}
+
 static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   hpu *q = &h->pu[p];
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
@@ -200,6 +297,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
   hlb__plb_observe(&q->u, s);
+  if (x > 0 && t > 0) best_block_add(h, q, x, t);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;
@@ -219,6 +317,9 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
     double a = h->prm[P_SMOOTH];
     q->corr = (1.0 - a) * q->corr + a * t / before;
   }
+  double cap = q->ycap;
+  find_best_block(h, p);
+  if (fabs(q->ycap - cap) > 0.1 * cap) h->changed++;
   /* A fresh estimate, or one that moved by more than 10 %, makes the plan stale. */
   if (first || fabs(q->corr / old - 1.0) > 0.1) h->changed++;
 }
@@ -236,6 +337,14 @@ static double median_rate(const hlbp *h) {
       r[j - 1] = t;
     }
   return r[m / 2];
+}
+
+/* best_block: the time per item of a capped block on the PU's effective curve c; 0 when the
+ * PU has no cap. */
+static double capped_per_item(const hpu *q, const hlb_curve *c) {
+  if (!(q->ycap > 0)) return 0.0;
+  double t = hlb_curve_time(c, q->ycap);
+  return t > 0 && isfinite(t) ? t / q->ycap : 0.0;
 }
 
 /* Effective curves and ready times of all PUs, then the equal-finish-time split of the pool. */
@@ -256,6 +365,10 @@ static void plan(hlbp *h, double now) {
     h->usable[p] = 1;
     if (q->u.rate > 0) {
       hlb__plb_curve_scaled(&h->curves[p], &q->u.curve, q->corr);
+      /* A share of at least a capped block is done in capped blocks: its time is the share
+       * times the time per item of one (the tail's shares, below a block, keep the curve). */
+      double m = capped_per_item(q, &h->curves[p]);
+      if (m > 0 && !(h->planned && h->x[p] < q->ycap)) hlb__plb_linear_curve(&h->curves[p], 1 / m);
     } else {
       /* Not measured yet: no faster than its probe allows so far, and no faster than the
        * typical PU. */
@@ -376,6 +489,11 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
      * alone ran matmul in 11 blocks, 23 % slower than one block (static). */
     size_t left = hlb_balancer_remaining(h->ctx->balancer);
     *count = left > 0 ? left : 1;
+    /* Where small blocks win (best_block), alone too: one block would cost more. */
+    if (q->ycap > 0 && (double)*count > q->ycap) {
+      size_t capped = to_count(h, q->ycap);
+      *count = capped < *count ? capped : *count;
+    }
     return HLB_GRANT;
   }
   if (!(q->u.rate > 0)) { /* nothing learnt yet: probe */
@@ -391,6 +509,10 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   /* Sizes below are costs in average items (counts when every item costs the same). */
   double left = hlb_balancer_remaining_cost(h->ctx->balancer);
   double share = h->planned ? hlb__plb_inverse(c, h->target - now, left) : left / alive;
+  /* best_block: time enough for a capped block or more means capped blocks (L^-1). */
+  double m_cap = capped_per_item(q, c);
+  if (h->planned && m_cap > 0 && h->target - now >= m_cap * q->ycap)
+    share = fmin((h->target - now) / m_cap, left);
   double g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
   /* At the very end, a PU whose share is under a granule waits when the busy PUs would do
    * every granule left before it could finish one. Earlier, a plan that says so is more
@@ -415,6 +537,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * whoever is free first (busy_absorb). */
   if (share <= 2.0 * min_x || x > share) x = fmax(g, floor(share / g + 1e-9) * g);
   double cap = h->prm[P_GROW] * q->u.max_items;
+  if (q->ycap > 0 && q->ycap < cap) cap = q->ycap; /* best_block */
   if (x > cap) x = cap;
   /* A guarded block still amortises the fixed cost (10 ms blocks at 10 % jitter: 1.37 x the
    * bound without): amort, whose fixed cost is at most the shortest block ever measured. */

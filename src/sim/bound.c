@@ -143,7 +143,10 @@ static double items_by(const pu_bound *pb, unsigned n, double T, double n_items)
   return sum;
 }
 
-static void describe_pu(const hlb_cluster *c, unsigned p, double n_items, pu_bound *b) {
+/* `slow` multiplies the compute curve (a cpu PU on fewer cores than its curve's); `off` leaves
+ * the PU out (a driver-core PU released from the start). */
+static void describe_pu(const hlb_cluster *c, unsigned p, double n_items, double slow, int off,
+                        pu_bound *b) {
   hlb_curve g;
   hlb_sim_pu_curve(c, p, &g);
   const double *poly = c->pus[p].poly; /* const, linear, quadratic, cubic, x ln x */
@@ -152,32 +155,32 @@ static void describe_pu(const hlb_cluster *c, unsigned p, double n_items, pu_bou
    * per-item one over w_max, and a block costs at least w_min. Without one both are 1. */
   double w_min, w_max;
   hlb__cost_map_extremes(c, &w_min, &w_max);
-  *b = (pu_bound){.f = poly[0] + g.transfer_fixed,
-                  .l = poly[1] + g.transfer_per_item / w_max,
+  *b = (pu_bound){.f = slow * poly[0] + g.transfer_fixed,
+                  .l = slow * poly[1] + g.transfer_per_item / w_max,
                   .ymin = fmin(1.0, w_min),
-                  .q = poly[2],
-                  .r = poly[3],
-                  .s = poly[4],
-                  .cap = c->pus[p].max_items == SIZE_MAX ? n_items : (double)c->pus[p].max_items};
+                  .q = slow * poly[2],
+                  .r = slow * poly[3],
+                  .s = slow * poly[4],
+                  .cap = off                               ? 0.0
+                         : c->pus[p].max_items == SIZE_MAX ? n_items
+                                                           : (double)c->pus[p].max_items};
   find_stationary(b, fmax(2.0, n_items));
 }
 
-int hlb_sim_lower_bound(const hlb_cluster *c, size_t n_items, double *out) {
-  if (!c || !out || c->n_pus == 0 || n_items == 0)
-    return hlb__error(HLB_EINVAL, "sim: lower bound needs a cluster with PUs and items > 0");
-  pu_bound *pb = malloc(c->n_pus * sizeof *pb);
-  if (!pb) return hlb__error(HLB_ENOMEM, "sim: lower bound for %u PUs: out of memory", c->n_pus);
+/* The bound of one configuration of driver cores: PU p's compute curve times slow[p], PUs
+ * with off[p] left out (both NULL: none). */
+static int bound_of(const hlb_cluster *c, size_t n_items, const double *slow, const int *off,
+                    pu_bound *pb, double *out) {
   double N = (double)n_items, hi = 0;
   for (unsigned p = 0; p < c->n_pus; p++) {
-    describe_pu(c, p, N, &pb[p]);
-    hi = fmax(hi, least_busy(&pb[p], N)); /* any one PU doing everything */
+    describe_pu(c, p, N, slow ? slow[p] : 1.0, off ? off[p] : 0, &pb[p]);
+    if (pb[p].cap > 0) hi = fmax(hi, least_busy(&pb[p], N)); /* any one PU doing everything */
   }
-  int rc = 0;
   if (items_by(pb, c->n_pus, hi, N) < N * (1 - 1e-12))
-    rc = hlb__error(HLB_EINVAL, "sim: lower bound: the PUs' max_items hold fewer than %zu items",
-                    n_items);
+    return hlb__error(HLB_EINVAL, "sim: lower bound: the PUs' max_items hold fewer than %zu items",
+                      n_items);
   double lo = 0;
-  for (int i = 0; rc == 0 && i < 200 && hi - lo > 1e-12 * hi; i++) {
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
     double mid = 0.5 * (lo + hi);
     if (items_by(pb, c->n_pus, mid, N) >= N * (1 - 1e-12))
       hi = mid;
@@ -185,7 +188,67 @@ int hlb_sim_lower_bound(const hlb_cluster *c, size_t n_items, double *out) {
       lo = mid;
   }
   /* lo is below the bound by at most the bisection's width: a bound stays a bound. */
-  if (rc == 0) *out = lo;
+  *out = lo;
+  return 0;
+}
+
+/* Driver cores (docs/cluster-format.md): a run keeps some driver-core PUs, with their cpu PUs on
+ * the cores left, and releases others, from the start or later. Each of the 2^d choices of
+ * which are kept all run is a configuration with a bound of its own, and the bound is their
+ * least. A run that releases a PU mid-run mixes two configurations over time; when every PU's
+ * items-by-T X_p(T) is convex in T (affine curves: X_p(T) = (T - a) / b past the fixed cost),
+ * the best mix is an end point, so the least is still a bound. With superlinear curves X_p is
+ * concave below the time of one best block, and a mix could beat both ends by at most about
+ * one such block per released PU (docs/simulator.md says so). With more than
+ * DRIVER_CONFIGS_MAX driver-core PUs, every PU counts with its cpu PU on all its cores: a bound
+ * for every run, looser by what the held cores do. */
+#define DRIVER_CONFIGS_MAX 10
+
+int hlb_sim_lower_bound(const hlb_cluster *c, size_t n_items, double *out) {
+  if (!c || !out || c->n_pus == 0 || n_items == 0)
+    return hlb__error(HLB_EINVAL, "sim: lower bound needs a cluster with PUs and items > 0");
+  unsigned nd = 0;
+  for (unsigned p = 0; p < c->n_pus; p++)
+    nd += c->pus[p].driver_of >= 0;
+  pu_bound *pb = malloc(c->n_pus * sizeof *pb);
+  double *slow = nd ? calloc(c->n_pus, sizeof *slow) : NULL;
+  int *off = nd ? calloc(c->n_pus, sizeof *off) : NULL;
+  unsigned *drv = nd ? calloc(nd, sizeof *drv) : NULL;
+  int rc = 0;
+  if (!pb || (nd && (!slow || !off || !drv)))
+    rc = hlb__error(HLB_ENOMEM, "sim: lower bound for %u PUs: out of memory", c->n_pus);
+  if (rc == 0 && (nd == 0 || nd > DRIVER_CONFIGS_MAX))
+    rc = bound_of(c, n_items, NULL, NULL, pb, out);
+  for (unsigned p = 0, k = 0; rc == 0 && nd && p < c->n_pus; p++)
+    if (c->pus[p].driver_of >= 0) drv[k++] = p;
+  double best = INFINITY;
+  for (unsigned long mask = 0; rc == 0 && nd && nd <= DRIVER_CONFIGS_MAX && mask < (1ul << nd);
+       mask++) {
+    /* Bit i set: driver-core PU drv[i] is kept all run and holds its cores. */
+    for (unsigned p = 0; p < c->n_pus; p++)
+      slow[p] = 0.0, off[p] = 0;
+    for (unsigned i = 0; i < nd; i++) {
+      const hlb_cluster_pu *d = &c->pus[drv[i]];
+      if (mask >> i & 1)
+        slow[d->driver_of] += d->driver_cores; /* cores held, for now */
+      else
+        off[drv[i]] = 1;
+    }
+    for (unsigned p = 0; p < c->n_pus; p++)
+      slow[p] = c->pus[p].cores ? c->pus[p].cores / (c->pus[p].cores - slow[p]) : 1.0;
+    double b = 0;
+    rc = bound_of(c, n_items, slow, off, pb, &b);
+    if (rc == HLB_EINVAL && mask + 1 < (1ul << nd)) { /* released PUs' caps were needed */
+      hlb_clear_error();
+      rc = 0;
+      continue;
+    }
+    if (rc == 0 && b < best) best = b;
+  }
+  if (rc == 0 && nd && nd <= DRIVER_CONFIGS_MAX) *out = best;
   free(pb);
+  free(slow);
+  free(off);
+  free(drv);
   return rc;
 }

@@ -29,7 +29,7 @@
 
 enum { EV_COMPUTE_END = 0, EV_OUT_AT_NODE, EV_BLOCK_DONE };
 
-enum { PU_READY = 0, PU_BUSY, PU_WAITING, PU_STOPPED, PU_DEAD };
+enum { PU_READY = 0, PU_BUSY, PU_WAITING, PU_STOPPED, PU_DEAD, PU_RELEASED };
 
 typedef struct pu_state {
   int state;
@@ -47,6 +47,12 @@ typedef struct pu_state {
   double busy_s, died_s;
   size_t items;
   hlb__rng rng;
+  /* Driver cores (see should_release): finished blocks, busy time over them,
+   * and for a cpu PU the cores its block in flight runs on and core-seconds over its blocks. */
+  unsigned blocks;
+  double fin_busy_s, core_s;
+  unsigned cores_now;
+  int released; /* a driver-core PU given up; retired when its block in flight is done */
 } pu_state;
 
 typedef struct sim {
@@ -64,7 +70,8 @@ typedef struct sim {
   size_t slice_cap;
   const double *item_cost; /* the previous pass's density (passes > 1) */
   unsigned n_item_cost;
-  double *learn; /* n_item_cost slots for this pass's density, or NULL */
+  double *learn;  /* n_item_cost slots for this pass's density, or NULL */
+  unsigned *held; /* per cpu PU: cores its unreleased driver-core PUs hold (NULL: none) */
 } sim;
 
 /* Seconds to send `bytes` over a link. INFINITY bandwidth (the manager's own node, host
@@ -118,6 +125,13 @@ static int start_block(sim *s, unsigned p, const hlb_block *blk) {
    * has a cost map. */
   double cost = hlb_cluster_range_cost(c, s->opt->n_items, blk->begin, blk->count);
   double f = fmax(0.0, hlb_curve_compute(&cp->time, cost)); /* x ln x below one item */
+  /* A cpu PU's curve is for all its cores; while driver-core PUs hold some, it runs on the
+   * rest, its time scaled by cores / (cores - held) from this block on. */
+  ps->cores_now = cp->cores;
+  if (s->held && cp->cores && s->held[p]) {
+    ps->cores_now = cp->cores - s->held[p];
+    f *= (double)cp->cores / ps->cores_now;
+  }
   ps->c_end = ps->in_end + f * noise(s, p) * ps->c_slow;
   return hlb__evq_push(&s->q, ps->c_end, p, ps->gen, EV_COMPUTE_END);
 }
@@ -204,6 +218,103 @@ static int on_out_at_node(sim *s, unsigned p) {
   return hlb__evq_push(&s->q, ps->out_end, p, ps->gen, EV_BLOCK_DONE);
 }
 
+/* Driver cores: the executor's rule (src/exec/exec.c, should_release; docs/executor.md, "Devices
+ * that must pay for their core"), on simulated time. A PU that holds cores of a cpu PU is kept
+ * only while it does more items per busy second than those cores do in the cpu PU. It is
+ * judged once the cpu PU finished HLB_SIM_RELEASE_BLOCKS blocks: after its own
+ * HLB_SIM_RELEASE_BLOCKS-th block on its finished blocks, or earlier, while its second block
+ * runs, counting that block as done now (more than it can have reached: when even that is
+ * below, it is slower for sure; its first block is never judged in flight). The cpu PU's
+ * per-core rate is its items over its core-seconds (each block's busy time times the cores it
+ * ran on), which stays right after an earlier release changed its core count. Returns 1 and
+ * the two rates when d should go. */
+static int should_release(const sim *s, unsigned d, int in_flight, double *dev_rate,
+                          double *core_rate) {
+  const hlb_cluster_pu *cd = &s->c->pus[d];
+  const pu_state *ds = &s->pu[d];
+  if (s->opt->keep_weak_devices || cd->driver_of < 0 || ds->released || ds->state == PU_DEAD)
+    return 0;
+  const pu_state *hs = &s->pu[cd->driver_of];
+  if (hs->state == PU_DEAD || hs->blocks < HLB_SIM_RELEASE_BLOCKS || !(hs->core_s > 0)) return 0;
+  *core_rate = (double)hs->items / hs->core_s;
+  if (in_flight) {
+    if (ds->blocks < 1 || ds->state != PU_BUSY) return 0;
+    double busy = ds->fin_busy_s + (s->now - ds->blk.granted_s);
+    if (!(busy > 0)) return 0;
+    *dev_rate = (double)(ds->items + ds->blk.count) / busy;
+  } else {
+    if (ds->blocks < HLB_SIM_RELEASE_BLOCKS || !(ds->fin_busy_s > 0)) return 0;
+    *dev_rate = (double)ds->items / ds->fin_busy_s;
+  }
+  return *core_rate > 0 && *dev_rate < *core_rate * cd->driver_cores;
+}
+
+/* Give up driver-core PU d: its cores go back to the cpu PU from that PU's next block on, and
+ * the decision with both figures goes to the result. A block in flight still computing goes
+ * back to the pool (the device drops its output); one already sending its output is let finish
+ * and d retires at its end, as the executor lets a committing block finish. */
+static int release(sim *s, unsigned d, int in_flight, double dev_rate, double core_rate) {
+  const hlb_cluster_pu *cd = &s->c->pus[d];
+  pu_state *ds = &s->pu[d];
+  unsigned host = (unsigned)cd->driver_of, k = cd->driver_cores;
+  hlb_sim_result *r = s->r;
+  s->held[host] -= k;
+  ds->released = 1;
+  hlb_sim_release *e = &r->released[r->n_released++];
+  *e = (hlb_sim_release){d, host, k, s->now, dev_rate, core_rate * k, in_flight, ""};
+  snprintf(e->reason, sizeof e->reason,
+           "released at %.6g s: %s%.3g items/s against %.3g items/s for the %u core%s it held in "
+           "%s",
+           s->now, in_flight ? "at most " : "", dev_rate, core_rate * k, k, k > 1 ? "s" : "",
+           s->c->pus[host].name);
+  if (in_flight && ds->phase == HLB_SIM_PHASE_OUT) return 0; /* retired at its block's end */
+  if (in_flight) {
+    int rc = record(s, d, HLB_SIM_PHASE_IN, ds->in_start, fmin(s->now, ds->in_end), 1);
+    if (rc == 0 && s->now > ds->in_end) {
+      rc = record(s, d, HLB_SIM_PHASE_COMPUTE, ds->in_end, s->now, 1);
+      ds->busy_s += s->now - ds->in_end;
+    }
+    if (rc) return rc;
+    r->blocks_lost++;
+    rc = hlb_balancer_fail(s->b, d, &ds->blk, s->now);
+    if (rc < 0) return hlb__error_prefix(rc, "sim: releasing pu %u at t=%g: ", d, s->now);
+    ds->gen++; /* its pending event is void */
+  }
+  ds->state = PU_RELEASED;
+  ds->died_s = s->now;
+  int rc = hlb_balancer_retire(s->b, d);
+  return rc < 0 ? hlb__error_prefix(rc, "sim: retiring released pu %u at t=%g: ", d, s->now) : 0;
+}
+
+/* After p's block: judge p if it holds driver cores (*stopped = 1: p was released), or, if p is a
+ * cpu PU whose cores are held, the PUs holding them whose block is in flight. */
+static int judge_drivers(sim *s, unsigned p, int *stopped) {
+  const hlb_cluster *c = s->c;
+  double dev_rate, core_rate;
+  pu_state *ps = &s->pu[p];
+  if (ps->released) { /* released while its output was on the way: retire it now */
+    ps->state = PU_RELEASED;
+    ps->died_s = s->now;
+    *stopped = 1;
+    int rc = hlb_balancer_retire(s->b, p);
+    return rc < 0 ? hlb__error_prefix(rc, "sim: retiring released pu %u at t=%g: ", p, s->now) : 0;
+  }
+  if (c->pus[p].driver_of >= 0) {
+    if (!should_release(s, p, 0, &dev_rate, &core_rate)) return 0;
+    *stopped = 1;
+    return release(s, p, 0, dev_rate, core_rate);
+  }
+  if (!s->held[p]) return 0;
+  int back = 0, rc = 0;
+  for (unsigned d = 0; d < c->n_pus && rc == 0; d++)
+    if (c->pus[d].driver_of == (int)p && should_release(s, d, 1, &dev_rate, &core_rate)) {
+      rc = release(s, d, 1, dev_rate, core_rate);
+      back = 1;
+    }
+  if (rc == 0 && back) rc = wake_waiters(s, 1); /* items came back */
+  return rc;
+}
+
 static int on_block_done(sim *s, unsigned p) {
   pu_state *ps = &s->pu[p];
   int rc = record(s, p, HLB_SIM_PHASE_OUT, ps->out_start, s->now, 0);
@@ -214,13 +325,23 @@ static int on_block_done(sim *s, unsigned p) {
                     .compute_s = ps->c_end - ps->in_end,
                     .transfer_s = (ps->in_end - ps->blk.granted_s) + (s->now - ps->c_end),
                     .end_s = s->now};
+  double block_busy = ps->busy_s + ps->own_xfer - ps->fin_busy_s;
   ps->busy_s += ps->own_xfer;
+  ps->fin_busy_s = ps->busy_s;
+  ps->core_s += block_busy * (ps->cores_now ? ps->cores_now : 1);
+  ps->blocks++;
   ps->items += ps->blk.count;
   ps->state = PU_READY;
   s->r->blocks++;
   if (s->now > s->r->makespan_s) s->r->makespan_s = s->now;
   rc = hlb_balancer_done(s->b, p, &smp);
   if (rc < 0 && rc != HLB_ESAMPLE) return hlb__error_prefix(rc, "sim: pu %u at t=%g: ", p, s->now);
+  if (s->held) {
+    int stopped = 0;
+    rc = judge_drivers(s, p, &stopped);
+    if (rc == 0 && stopped) rc = wake_waiters(s, 1);
+    if (rc || stopped) return rc;
+  }
   return ask_and_wake(s, p, 0);
 }
 
@@ -329,6 +450,9 @@ static int make_balancer(sim *s) {
     hlb_curve k;
     hlb_sim_pu_curve(c, p, &k);
     double t = hlb_curve_time(&k, share);
+    if (s->held && cp->cores && s->held[p]) /* on the cores its driver-core PUs leave it */
+      t = hlb_curve_compute(&cp->time, share) * cp->cores / (cp->cores - s->held[p]) +
+          hlb_curve_transfer(&k, share);
     size_t cap = cp->max_items;
     if (c->nodes[cp->node].max_items < cap) cap = c->nodes[cp->node].max_items;
     d[p] = (hlb_pu_desc){cp->name, cp->kind, t > 0 ? share / t : 0.0, 0, cap == SIZE_MAX ? 0 : cap};
@@ -360,6 +484,11 @@ static int alloc_result(sim *s) {
   r->idle_pct = calloc(c->n_pus, sizeof *r->idle_pct);
   if (!r->items_per_pu || !r->busy_s || !r->alive_s || !r->kind_names || !r->idle_pct)
     return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  unsigned drivers = 0;
+  for (unsigned p = 0; p < c->n_pus; p++)
+    drivers += c->pus[p].driver_of >= 0;
+  if (drivers && !(r->released = calloc(drivers, sizeof *r->released)))
+    return hlb__error(HLB_ENOMEM, "sim: out of memory");
   return 0;
 }
 
@@ -371,6 +500,13 @@ static int alloc_state(sim *s) {
   s->waiters = calloc(c->n_pus, sizeof *s->waiters);
   if (!s->pu || !s->node_in_free || !s->node_out_free || !s->waiters)
     return hlb__error(HLB_ENOMEM, "sim: out of memory for %u PUs", c->n_pus);
+  for (unsigned p = 0; p < c->n_pus; p++) {
+    int host = c->pus[p].driver_of;
+    if (host < 0) continue;
+    if (!s->held && !(s->held = calloc(c->n_pus, sizeof *s->held)))
+      return hlb__error(HLB_ENOMEM, "sim: out of memory for %u PUs", c->n_pus);
+    s->held[host] += c->pus[p].driver_cores;
+  }
   for (unsigned p = 0; p < c->n_pus; p++) {
     s->pu[p].slowdown = 1.0;
     /* One noise stream per PU: PU p's k-th block gets the same factor under every policy
@@ -393,7 +529,9 @@ static void finish_result(sim *s) {
     const pu_state *ps = &s->pu[p];
     r->items_per_pu[p] = ps->items;
     r->busy_s[p] = ps->busy_s;
-    r->alive_s[p] = ps->state == PU_DEAD && ps->died_s < r->makespan_s ? ps->died_s : r->makespan_s;
+    r->alive_s[p] = (ps->state == PU_DEAD || ps->state == PU_RELEASED) && ps->died_s < r->makespan_s
+                        ? ps->died_s
+                        : r->makespan_s;
     unsigned k = 0;
     while (k < r->n_kinds && strcmp(r->kind_names[k], c->pus[p].kind) != 0)
       k++;
@@ -426,6 +564,7 @@ static void free_state(sim *s) {
   free(s->node_in_free);
   free(s->node_out_free);
   free(s->waiters);
+  free(s->held);
   hlb_balancer_destroy(s->b);
 }
 
@@ -490,5 +629,6 @@ void hlb_sim_result_free(hlb_sim_result *r) {
   free(r->kind_names);
   free(r->idle_pct);
   free(r->slices);
+  free(r->released);
   free(r);
 }

@@ -34,7 +34,7 @@ typedef struct args {
   const char *params_shown; /* --params or $HLB_POLICY_PARAMS, as the library will read them */
   size_t items, granularity, reps, passes;
   uint64_t seed;
-  int json, timing, no_noise, no_events, progress;
+  int json, timing, no_noise, no_events, progress, keep_devices;
 } args;
 
 /* Statistics of one policy over the repetitions; runs[0] (seed S) is kept for items and the
@@ -69,6 +69,7 @@ static int parse_args(int argc, char **argv, args *a, hlb_cli_args *cli) {
   a->timing = hlb_cli_flag(cli, "timing");
   a->no_noise = hlb_cli_flag(cli, "no-noise");
   a->no_events = hlb_cli_flag(cli, "no-events");
+  a->keep_devices = hlb_cli_flag(cli, "keep-devices");
   a->progress = hlb_cli_show_progress(cli);
   return 0;
 }
@@ -143,7 +144,8 @@ static int simulate(const args *a, const hlb_cluster *c, const char *policy, row
                          .keep_trace = a->trace && rep == 0,
                          .no_noise = a->no_noise,
                          .no_events = a->no_events,
-                         .passes = (unsigned)a->passes};
+                         .passes = (unsigned)a->passes,
+                         .keep_weak_devices = a->keep_devices};
     hlb_sim_result *r = NULL;
     int rc = hlb_sim_run(c, &o, &r);
     if (rc) return hlb_cli_lib_error("sim", rc);
@@ -192,6 +194,12 @@ static void print_text(const args *a, const hlb_cluster *c, const row *rows, uns
     if (a->timing) printf(" %10.4g", w->solver_sum / R);
     putchar('\n');
   }
+  /* Driver-core PUs released in seed S's run, as hlb run prints a released device. */
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned k = 0; k < rows[i].first->n_released; k++) {
+      const hlb_sim_release *e = &rows[i].first->released[k];
+      printf("%s: %s %s\n", rows[i].name, c->pus[e->pu].name, e->reason);
+    }
 }
 
 static cJSON *policy_json(const args *a, const hlb_cluster *c, const row *w) {
@@ -217,6 +225,22 @@ static cJSON *policy_json(const args *a, const hlb_cluster *c, const row *w) {
     cJSON_AddNumberToObject(items, c->pus[p].name, (double)f->items_per_pu[p]);
   if (a->timing) cJSON_AddNumberToObject(o, "solver_s", w->solver_sum / R);
   cJSON_AddBoolToObject(o, "exactly_once", w->all_exact);
+  if (f->released) { /* seed S's run: the decisions and both figures */
+    cJSON *rel = cJSON_AddArrayToObject(o, "released");
+    for (unsigned k = 0; k < f->n_released; k++) {
+      const hlb_sim_release *e = &f->released[k];
+      cJSON *x = cJSON_CreateObject();
+      cJSON_AddStringToObject(x, "pu", c->pus[e->pu].name);
+      cJSON_AddStringToObject(x, "cores_to", c->pus[e->host].name);
+      cJSON_AddNumberToObject(x, "cores", e->cores);
+      cJSON_AddNumberToObject(x, "at_s", e->at_s);
+      cJSON_AddNumberToObject(x, "items_per_s", e->pu_items_per_s);
+      cJSON_AddNumberToObject(x, "cores_items_per_s", e->core_items_per_s);
+      cJSON_AddBoolToObject(x, "in_flight", e->in_flight);
+      cJSON_AddStringToObject(x, "reason", e->reason);
+      cJSON_AddItemToArray(rel, x);
+    }
+  }
   return o;
 }
 
