@@ -361,9 +361,38 @@ def irregular():
         write(f"irregular-2machines-{name}.json", c)
 
 
+
+def driver_core():
+    # This 2-core machine running `hlb run matmul --size 2048 --pus all` (docs/executor.md,
+    # "Devices that must pay for their core"): the cpu PU (OpenBLAS dgemm, both cores) and
+    # PoCL's CPU device, which holds one of the two cores to drive it. MEASURED here
+    # (2026-11-25, traces of the run): dgemm ~11,400 rows/s on two cores with ~0.5 ms per call;
+    # PoCL's naive kernel ~34 rows/s (a first block of 2 rows took 58 ms). Host memory: no
+    # links. The default releases the device after its first block and gives the core back.
+    n = 2048
+    row = 8 * n
+    c = {
+        "comment": ("One 2-core machine: OpenBLAS matmul rows on the cpu PU and PoCL's CPU "
+                    "device driving one of its cores, n = 2048 (use --items 2048). Measured "
+                    "on the development machine; the device does not pay for its core."),
+        "item": {"in_bytes": row, "out_bytes": row},
+        "noise_sigma": 0.05,
+        "nodes": [{"name": "host", "link": FREE_NODE, "pus": [
+            {"name": "cpu", "kind": "cpu", "cores": 2,
+             "comment": "OpenBLAS dgemm over both cores (its curve is for all its cores)",
+             "time": {"const": 5e-4, "linear": r(1 / 11400)}},
+            {"name": "opencl0", "kind": "opencl", "driver_core": {"of": "cpu", "cores": 1},
+             "comment": "PoCL's CPU device, one compute unit (device fission)",
+             "time": {"const": 0.0, "linear": r(1 / 34)}},
+        ]}],
+    }
+    write("driver-core-1machine-matmul.json", c)
+
+
 plbhec()
 plbhac()
 irregular()
+driver_core()
 for size in (512, 1024, 2048):
     boinski(size)
 flexmpi()

@@ -47,6 +47,9 @@ typedef struct hlb_sim_options {
 /* Blocks the cpu PU (and the device, judged on finished blocks) must have finished before a
  * driver-core PU is judged: the executor's HLB_EXEC_RELEASE_BLOCKS. */
 #define HLB_SIM_RELEASE_BLOCKS 2u
+/* A device whose first block alone shows it this many times slower than the cores it holds is
+ * released after that block (the executor's HLB_EXEC_RELEASE_CLEAR_FACTOR). */
+#define HLB_SIM_RELEASE_CLEAR_FACTOR 4.0
 
 /* A driver-core PU the simulator released, with both figures of the decision. */
 typedef struct hlb_sim_release {

@@ -222,7 +222,8 @@ static int on_out_at_node(sim *s, unsigned p) {
  * that must pay for their core"), on simulated time. A PU that holds cores of a cpu PU is kept
  * only while it does more items per busy second than those cores do in the cpu PU. It is
  * judged once the cpu PU finished HLB_SIM_RELEASE_BLOCKS blocks: after its own
- * HLB_SIM_RELEASE_BLOCKS-th block on its finished blocks, or earlier, while its second block
+ * HLB_SIM_RELEASE_BLOCKS-th block on its finished blocks; after its first block when that
+ * block alone shows it HLB_SIM_RELEASE_CLEAR_FACTOR times slower; or while its second block
  * runs, counting that block as done now (more than it can have reached: when even that is
  * below, it is slower for sure; its first block is never judged in flight). The cpu PU's
  * per-core rate is its items over its core-seconds (each block's busy time times the cores it
@@ -243,8 +244,10 @@ static int should_release(const sim *s, unsigned d, int in_flight, double *dev_r
     if (!(busy > 0)) return 0;
     *dev_rate = (double)(ds->items + ds->blk.count) / busy;
   } else {
-    if (ds->blocks < HLB_SIM_RELEASE_BLOCKS || !(ds->fin_busy_s > 0)) return 0;
+    if (ds->blocks < 1 || !(ds->fin_busy_s > 0)) return 0;
     *dev_rate = (double)ds->items / ds->fin_busy_s;
+    if (ds->blocks < HLB_SIM_RELEASE_BLOCKS) /* its first block alone: only a clear loser */
+      return *dev_rate * HLB_SIM_RELEASE_CLEAR_FACTOR < *core_rate * cd->driver_cores;
   }
   return *core_rate > 0 && *dev_rate < *core_rate * cd->driver_cores;
 }
