@@ -200,6 +200,12 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * stopped: measured, PoCL's matmul at n = 2048 was 170x slower than a core and its abandoned
  * second block kept the core busy for most of the run). */
 #define HLB_EXEC_RELEASE_CLEAR_FACTOR 4.0
+/* ... provided that first block took at least this long (seconds). One block's items over its
+ * time is only a lower bound on the device's rate: its fixed cost (a kernel launch, a
+ * synchronisation, well under a millisecond for OpenCL and CUDA) may be most of a short block,
+ * and a GPU's first small block can be slower than a core's while its large blocks are 50x
+ * faster. A block of 10 ms or more holds at most a tenth of such a cost. */
+#define HLB_EXEC_RELEASE_CLEAR_MIN_S 0.01
 
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
  * no injection. */

@@ -50,6 +50,8 @@ typedef struct hlb_sim_options {
 /* A device whose first block alone shows it this many times slower than the cores it holds is
  * released after that block (the executor's HLB_EXEC_RELEASE_CLEAR_FACTOR). */
 #define HLB_SIM_RELEASE_CLEAR_FACTOR 4.0
+/* ... when that block took at least this long (the executor's HLB_EXEC_RELEASE_CLEAR_MIN_S). */
+#define HLB_SIM_RELEASE_CLEAR_MIN_S 0.01
 
 /* A driver-core PU the simulator released, with both figures of the decision. */
 typedef struct hlb_sim_release {

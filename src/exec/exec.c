@@ -379,7 +379,8 @@ static void release_stored(run_ctx *r, const hlb__exec_models *m) {
 /* A device that holds host cores is kept only while it adds more items per second than those
  * cores add to the cpu PU (both measured in this run over their finished blocks, emulated
  * throttling included). It is judged once it finished HLB_EXEC_RELEASE_BLOCKS blocks; after
- * its first block if that block alone shows it HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or
+ * its first block if that block alone (of HLB_EXEC_RELEASE_CLEAR_MIN_S or more) shows it
+ * HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or
  * while its second block runs: its items over its busy time so far, counting the block in
  * flight as done, is more than it can have reached, so when even that is below the cores'
  * rate the device is slower for sure. (Its first block is never judged in flight: it may carry
@@ -402,7 +403,8 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
     if (d->blocks < 1) return 0;
     *dev_rate = items_per_busy_s(d);
     if (d->blocks < HLB_EXEC_RELEASE_BLOCKS)
-      return *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
+      return d->busy_s >= HLB_EXEC_RELEASE_CLEAR_MIN_S &&
+             *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
   }
   return *core_rate > 0 && *dev_rate < *core_rate * held;
 }

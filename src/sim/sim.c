@@ -247,7 +247,8 @@ static int should_release(const sim *s, unsigned d, int in_flight, double *dev_r
     if (ds->blocks < 1 || !(ds->fin_busy_s > 0)) return 0;
     *dev_rate = (double)ds->items / ds->fin_busy_s;
     if (ds->blocks < HLB_SIM_RELEASE_BLOCKS) /* its first block alone: only a clear loser */
-      return *dev_rate * HLB_SIM_RELEASE_CLEAR_FACTOR < *core_rate * cd->driver_cores;
+      return ds->fin_busy_s >= HLB_SIM_RELEASE_CLEAR_MIN_S &&
+             *dev_rate * HLB_SIM_RELEASE_CLEAR_FACTOR < *core_rate * cd->driver_cores;
   }
   return *core_rate > 0 && *dev_rate < *core_rate * cd->driver_cores;
 }

@@ -202,13 +202,14 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
 
 /* A device (holding a core of the automatic cpu PU) that its first block shows far slower than
  * that core is released after that block: no second block keeps its core busy. A device far
- * faster (on a kernel heavy enough that its launches do not dominate) is kept after its trial,
- * with both rates in the reason; with a cpu PU the user sized there is no trial. Throttles of
- * 20x and 200x make the outcome independent of the machine's load. */
-static void test_trial(void **st) {
+ * faster (on a kernel heavy enough that its launches do not dominate) is kept after its first
+ * blocks, with both rates in the reason; beside a cpu PU the user sized nothing is judged.
+ * Throttles of 200x make the outcome independent of the machine's load, and the throttled
+ * device's first block longer than HLB_EXEC_RELEASE_CLEAR_MIN_S. */
+static void test_judged_devices(void **st) {
   (void)st;
   hlb_exec_stats s = {0};
-  run_stats("cpu,opencl:0", 20, 1, 1, &s);
+  run_stats("cpu,opencl:0", 200, 1, 1, &s);
   if (s.pu[1].cores == 0) { /* not a CPU-type device: it holds no core, nothing to judge */
     hlb_exec_stats_clear(&s);
     return;
@@ -225,7 +226,7 @@ static void test_trial(void **st) {
   assert_int_equal(s.per_pu[0].cores_given, 0);
   hlb_exec_stats_clear(&s);
 
-  run_stats("cpu:1,opencl:0", 20, 1, 1, &s);
+  run_stats("cpu:1,opencl:0", 200, 1, 1, &s);
   assert_int_equal(s.per_pu[1].released, 0);
   assert_string_equal(s.per_pu[1].release_reason, "");
   hlb_exec_stats_clear(&s);
@@ -242,7 +243,7 @@ int main(void) {
       cmocka_unit_test(test_fission),
       cmocka_unit_test(test_bad_kernel),
       cmocka_unit_test(test_bad_kernel_beside_cpu),
-      cmocka_unit_test(test_trial),
+      cmocka_unit_test(test_judged_devices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,6 +87,28 @@ static void weak_device_is_released_and_its_core_given_back(void **state) {
   hlb_cluster_free(a);
 }
 
+/* 12x slower than the core it holds: released after its first block (of 5 s), without a second
+ * block that would be dropped half done (the rule before needed two of its blocks). */
+static const char *hopeless = HEAD CPU ", {\"name\": \"ocl\", \"kind\": \"opencl\", "
+                                       "\"driver_core\": {\"of\": \"cpu0\", \"cores\": 1}, "
+                                       "\"time\": {\"const\": 0.0, \"linear\": 0.05}}]}]}";
+
+static void hopeless_device_is_released_after_its_first_block(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(hopeless);
+  const char *pols[] = {"hlb", "greedy", "plb-hac"};
+  for (unsigned i = 0; i < 3; i++) {
+    hlb_sim_result *r = run(c, 100000, pols[i], NULL, 0);
+    assert_int_equal(r->n_released, 1);
+    assert_int_equal(r->released[0].in_flight, 0);
+    assert_int_equal(r->blocks_lost, 0);
+    assert_true(r->released[0].pu_items_per_s * HLB_SIM_RELEASE_CLEAR_FACTOR <
+                r->released[0].core_items_per_s);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
 static void strong_device_is_kept(void **state) {
   (void)state;
   hlb_cluster *c = parse(strong), *a = parse(alone);
@@ -197,6 +219,7 @@ static void best_block_cap_helps_superlinear_curves(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(weak_device_is_released_and_its_core_given_back),
+      cmocka_unit_test(hopeless_device_is_released_after_its_first_block),
       cmocka_unit_test(strong_device_is_kept),
       cmocka_unit_test(bound_holds_with_driver_cores),
       cmocka_unit_test(malformed_driver_cores_are_named),
