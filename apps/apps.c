@@ -73,10 +73,28 @@ size_t hlb_app_items(const hlb_app *a) {
   return a->ops->items(a->state);
 }
 
-int hlb_app_run(hlb_app *a, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st) {
+int hlb_app_run_passes(hlb_app *a, hlb_app_pass_fn pass, void *ctx, hlb_exec_stats *st) {
   a->ops->clear(a->state);
-  if (a->ops->run) return a->ops->run(a->state, ex, opt, st);
-  return hlb_executor_run(ex, a->ops->codelet(a->state), a->ops->items(a->state), opt, st);
+  if (a->ops->run) return a->ops->run(a->state, pass, ctx, st);
+  return pass(ctx, a->ops->codelet(a->state), a->ops->items(a->state), HLB_APP_ALL_SHARED, st);
+}
+
+typedef struct exec_ctx {
+  hlb_executor *ex;
+  const hlb_exec_options *opt;
+} exec_ctx;
+
+/* The executor copies shared buffers to its devices at every run: `changed` needs no care. */
+static int exec_pass(void *ctx, const hlb_codelet *cl, size_t n_items, unsigned changed,
+                     hlb_exec_stats *st) {
+  const exec_ctx *e = ctx;
+  (void)changed;
+  return hlb_executor_run(e->ex, cl, n_items, e->opt, st);
+}
+
+int hlb_app_run(hlb_app *a, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st) {
+  exec_ctx e = {ex, opt};
+  return hlb_app_run_passes(a, exec_pass, &e, st);
 }
 
 int hlb_app_verify(hlb_app *a) {

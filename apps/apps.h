@@ -43,10 +43,25 @@ size_t hlb_app_items(const hlb_app *a);
  * first, so every run is checked afresh. */
 int hlb_app_run(hlb_app *a, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st);
 
+/* One balanced pass of `cl` over n_items, on whatever runs the blocks (hlb's executor, StarPU's
+ * workers): what an app calls once per pass. `changed` has bit i set when the host changed
+ * cl->shared[i] since the previous pass (a runtime that keeps shared buffers on its devices
+ * between passes must send those again); every bit is set on a run's first pass. st may be
+ * NULL. Returns 0 or a negative HLB_E*. */
+typedef int (*hlb_app_pass_fn)(void *ctx, const hlb_codelet *cl, size_t n_items, unsigned changed,
+                               hlb_exec_stats *st);
+#define HLB_APP_ALL_SHARED (~0u)
+
+/* Run the app with `pass` running its balanced passes: one for a single-pass app, several
+ * with the host's step between them for an iterative one; the stats are summed as
+ * hlb_app_run's. Clears the previous output first. */
+int hlb_app_run_passes(hlb_app *a, hlb_app_pass_fn pass, void *ctx, hlb_exec_stats *st);
+
 /* Check the output against a serial reference: 0, or HLB_EVERIFY with where it differs. */
 int hlb_app_verify(hlb_app *a);
 
-/* The app's codelet for one pass (for a single-pass benchmark); NULL for iterative apps. */
+/* The app's codelet for one pass (for a single-pass benchmark); NULL for iterative apps (run
+ * them with hlb_app_run_passes). */
 const hlb_codelet *hlb_app_codelet(hlb_app *a);
 
 /* ---- for the app files ---- */
@@ -56,8 +71,9 @@ typedef struct hlb__app_ops {
   void (*destroy)(void *state);
   size_t (*items)(const void *state);
   void (*clear)(void *state);
-  /* NULL for single-pass apps: the core runs codelet once. */
-  int (*run)(void *state, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st);
+  /* NULL for single-pass apps: the core runs codelet once. Iterative apps run each pass
+   * through `pass` (hlb_app_run_passes). */
+  int (*run)(void *state, hlb_app_pass_fn pass, void *ctx, hlb_exec_stats *st);
   const hlb_codelet *(*codelet)(void *state);
   int (*verify)(void *state);
 } hlb__app_ops;

@@ -151,12 +151,13 @@ static void km_clear(void *s) {
   start(m, m->cent);
 }
 
-static int km_run(void *s, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st) {
+static int km_run(void *s, hlb_app_pass_fn run_pass, void *ctx, hlb_exec_stats *st) {
   km *m = s;
   hlb_exec_stats total = {0}, pass = {0};
   int rc = 0;
   for (int it = 0; it < KM_ITERS && rc == 0; it++) {
-    rc = hlb_executor_run(ex, &m->cl, m->n, opt, st ? &pass : NULL);
+    /* Between passes the host changes the centroids (shared buffer 0) only. */
+    rc = run_pass(ctx, &m->cl, m->n, it ? 1u : HLB_APP_ALL_SHARED, st ? &pass : NULL);
     if (rc == 0 && st) rc = hlb__app_stats_append(&total, &pass);
     if (rc == 0) update(m->pts, m->label, m->n, m->cent);
   }

@@ -182,13 +182,14 @@ static void spmv_clear(void *s) {
   start_vector(m->n, m->x);
 }
 
-static int spmv_run(void *s, hlb_executor *ex, const hlb_exec_options *opt, hlb_exec_stats *st) {
+static int spmv_run(void *s, hlb_app_pass_fn run_pass, void *ctx, hlb_exec_stats *st) {
   spmv *m = s;
   hlb_exec_stats total = {0}, pass = {0};
   int rc = 0;
   for (int it = 0; it < SPMV_PASSES && rc == 0; it++) {
     if (it > 0) normalise(m->n, m->y, m->x);
-    rc = hlb_executor_run(ex, &m->cl, m->n, opt, st ? &pass : NULL);
+    /* Between passes the host changes x (shared buffer 3) only; the matrix stays. */
+    rc = run_pass(ctx, &m->cl, m->n, it ? 1u << 3 : HLB_APP_ALL_SHARED, st ? &pass : NULL);
     if (rc == 0 && st) rc = hlb__app_stats_append(&total, &pass);
   }
   hlb_exec_stats_clear(&pass);

@@ -42,6 +42,18 @@
 
 HLB_BEGIN_DECLS
 
+/* What runs of one workload learnt, for the next run of it (as hlb's executor keeps it
+ * between runs of a codelet): each worker's measured blocks, given to the balancer as priors
+ * (policies that take them, hlb, start from them instead of probing; a worker whose priors
+ * its first blocks contradict forgets them), and the item cost density of the last run, used
+ * by the next run over as many items (policy hlb sizes blocks by their cost). Keyed by StarPU
+ * worker id: give one memory to the runs of one workload (codelet and items), within one
+ * starpu_init. Used by one run at a time. */
+typedef struct hlb_starpu_memory hlb_starpu_memory;
+/* HLB_ENOMEM or 0. */
+HLB_EXTERN int hlb_starpu_memory_create(hlb_starpu_memory **out);
+HLB_EXTERN void hlb_starpu_memory_destroy(hlb_starpu_memory *m);
+
 typedef struct hlb_starpu_options {
   const char *policy; /* NULL: $HLB_POLICY, then "hlb" (any name `hlb policies` lists) */
   const char *params; /* the policy's "name=value,..."; NULL: defaults */
@@ -62,6 +74,9 @@ typedef struct hlb_starpu_options {
   size_t equal_blocks;
   /* Given to every task as its cl_arg (not copied, not freed). */
   void *cl_arg;
+  /* Start from what earlier runs learnt and add this run's (hlb places only); NULL: the run
+   * starts from nothing and keeps nothing. Not owned. */
+  hlb_starpu_memory *memory;
 } hlb_starpu_options;
 
 /* Default equal blocks per worker when StarPU's scheduler places them: enough for a dynamic
@@ -122,6 +137,36 @@ HLB_EXTERN int hlb_starpu_current_block(size_t *begin, size_t *count);
  * its input or unpacks its output (pack/unpack). */
 HLB_EXTERN int hlb_starpu_run_codelet(const hlb_codelet *cl, size_t n_items,
                                       const hlb_starpu_options *opt, hlb_starpu_stats *stats);
+
+/* A StarPU scheduling policy for tasks of any codelet: each task goes to the worker with the
+ * earliest predicted finish, predicted by hlb's models fitted per worker (not per architecture
+ * as StarPU's history models are) from the times its tasks took there; until every worker
+ * able to run a codelet has measured one of its tasks, that codelet's tasks are taken by idle
+ * workers (eager); an idle worker with nothing queued steals the last task of the worker that
+ * will finish last. Select it with `conf.sched_policy = hlb_starpu_sched_policy();` before
+ * starpu_init (policy_name "hlb"). A task's size is the bytes it writes. The models live for
+ * the process, across starpu_init, so a later run starts placed; hlb_starpu_sched_forget()
+ * drops them (call it while no task runs). docs/starpu.md has its measurements. */
+HLB_EXTERN struct starpu_sched_policy *hlb_starpu_sched_policy(void);
+HLB_EXTERN void hlb_starpu_sched_forget(void);
+
+/* Several balanced passes of one executor codelet over the same items, with the host's step
+ * between them (iterative apps: k-means, power iteration). Open registers the codelet's in,
+ * out and shared buffers with StarPU once and builds its OpenCL program once; each pass is
+ * one hlb_starpu_run_codelet over them, and the passes share a memory (opt->memory, else one
+ * of the object's own), so a later pass starts from the models and item costs the earlier
+ * ones learnt. Between passes the host may change the buffers in main memory: it names the
+ * shared buffers it changed in `changed` (bit i: cl->shared[i]), whose copies on devices
+ * StarPU then drops; the others stay on the devices. The in array must not change, the out
+ * array is written by every pass. opt is copied at open (NULL: defaults). */
+typedef struct hlb_starpu_passes hlb_starpu_passes;
+HLB_EXTERN int hlb_starpu_passes_open(const hlb_codelet *cl, size_t n_items,
+                                      const hlb_starpu_options *opt, hlb_starpu_passes **out);
+/* One pass; 0 when every item was processed exactly once. */
+HLB_EXTERN int hlb_starpu_passes_run(hlb_starpu_passes *p, unsigned changed,
+                                     hlb_starpu_stats *stats);
+/* Unregister the buffers (main memory holds the last pass's output). Accepts NULL. */
+HLB_EXTERN void hlb_starpu_passes_close(hlb_starpu_passes *p);
 
 HLB_END_DECLS
 

@@ -8,6 +8,7 @@
 #include <CL/cl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error_internal.h"
@@ -198,8 +199,32 @@ static int load_program(bridge *br) {
   return 0;
 }
 
-int hlb_starpu_run_codelet(const hlb_codelet *hc, size_t n_items, const hlb_starpu_options *opt,
-                           hlb_starpu_stats *stats) {
+struct hlb_starpu_passes {
+  bridge br;
+  hlb_starpu_options o;
+  struct starpu_codelet cl;
+  size_t n_items;
+  starpu_data_handle_t split[2], whole[HLB_EXEC_MAX_SHARED];
+  unsigned n_split;
+  hlb_starpu_memory *own; /* the passes' memory when opt gave none (hlb places) */
+};
+
+void hlb_starpu_passes_close(hlb_starpu_passes *p) {
+  if (!p) return;
+  for (unsigned i = 0; i < p->n_split; i++)
+    starpu_data_unregister(p->split[i]);
+  /* The host owns the shared buffers' contents: no copy comes back from a device. */
+  for (unsigned i = 0; i < p->br.hc->n_shared; i++)
+    starpu_data_unregister_no_coherency(p->whole[i]);
+  if (p->br.prog_loaded) starpu_opencl_unload_opencl(&p->br.prog);
+  hlb_starpu_memory_destroy(p->own);
+  free(p);
+}
+
+int hlb_starpu_passes_open(const hlb_codelet *hc, size_t n_items, const hlb_starpu_options *opt,
+                           hlb_starpu_passes **out) {
+  if (!out) return hlb__error(HLB_EINVAL, "hlb_starpu_passes_open: out must not be NULL");
+  *out = NULL;
   int rc = check_codelet(hc, n_items);
   if (rc) return rc;
   if (n_items > UINT32_MAX)
@@ -207,25 +232,64 @@ int hlb_starpu_run_codelet(const hlb_codelet *hc, size_t n_items, const hlb_star
                       "hlb_starpu_run_codelet: %zu items; StarPU vectors hold at most "
                       "2^32-1",
                       n_items);
+  hlb_starpu_passes *p = calloc(1, sizeof *p);
+  if (!p) return hlb__error(HLB_ENOMEM, "hlb_starpu_passes_open: out of memory");
+  if (opt)
+    p->o = *opt;
+  else
+    hlb_starpu_options_default(&p->o);
+  p->n_items = n_items;
+  p->br = (bridge){
+      .hc = hc, .has_in = hc->in_bytes_per_item > 0, .has_out = hc->out_bytes_per_item > 0};
+  if ((rc = load_program(&p->br))) {
+    free(p);
+    return rc;
+  }
+  if (!p->o.memory && !p->o.scheduler_places) {
+    if ((rc = hlb_starpu_memory_create(&p->own))) {
+      hlb_starpu_passes_close(p);
+      return rc;
+    }
+    p->o.memory = p->own;
+  }
+  p->o.cl_arg = &p->br;
+  make_codelet(&p->br, &p->o, &p->cl);
+  register_all(hc, n_items, p->split, &p->n_split, p->whole);
+  *out = p;
+  return 0;
+}
+
+int hlb_starpu_passes_run(hlb_starpu_passes *p, unsigned changed, hlb_starpu_stats *stats) {
+  if (!p) return hlb__error(HLB_EINVAL, "hlb_starpu_passes_run: passes must not be NULL");
+  /* The host wrote these in main memory: acquiring for writing there makes main memory's
+   * copy the only valid one, so the next task on a device fetches it again. */
+  for (unsigned i = 0; i < p->br.hc->n_shared; i++) {
+    if (!(changed & (1u << i))) continue;
+    int err = starpu_data_acquire(p->whole[i], STARPU_W);
+    if (err)
+      return hlb__error(HLB_EDEVICE,
+                        "hlb_starpu_passes_run: codelet '%s': acquiring shared buffer %u to mark "
+                        "it changed failed (%d)",
+                        p->br.hc->name, i, err);
+    starpu_data_release(p->whole[i]);
+  }
+  return hlb_starpu_run_handles(&p->cl, p->split, p->n_split, p->whole, p->br.hc->n_shared, &p->o,
+                                stats);
+}
+
+int hlb_starpu_run_codelet(const hlb_codelet *hc, size_t n_items, const hlb_starpu_options *opt,
+                           hlb_starpu_stats *stats) {
   hlb_starpu_options o;
   if (opt)
     o = *opt;
   else
     hlb_starpu_options_default(&o);
-  bridge br = {
-      .hc = hc, .has_in = hc->in_bytes_per_item > 0, .has_out = hc->out_bytes_per_item > 0};
-  if ((rc = load_program(&br))) return rc;
-  o.cl_arg = &br;
-  struct starpu_codelet cl;
-  make_codelet(&br, &o, &cl);
-  starpu_data_handle_t split[2], whole[HLB_EXEC_MAX_SHARED];
-  unsigned n_split = 0;
-  register_all(hc, n_items, split, &n_split, whole);
-  rc = hlb_starpu_run_handles(&cl, split, n_split, whole, hc->n_shared, &o, stats);
-  for (unsigned i = 0; i < n_split; i++)
-    starpu_data_unregister(split[i]);
-  for (unsigned i = 0; i < hc->n_shared; i++)
-    starpu_data_unregister_no_coherency(whole[i]);
-  if (br.prog_loaded) starpu_opencl_unload_opencl(&br.prog);
+  hlb_starpu_passes *p = NULL;
+  int rc = hlb_starpu_passes_open(hc, n_items, &o, &p);
+  if (rc) return rc;
+  /* A single run: without the caller's memory, what it learns would serve nobody. */
+  if (!o.memory) p->o.memory = NULL;
+  rc = hlb_starpu_passes_run(p, 0, stats);
+  hlb_starpu_passes_close(p);
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "hlb/balancer.h"
 #include "hlb/starpu.h"
 
 /* The codelet the tasks run: the user's, with its first cpu and OpenCL functions replaced by
@@ -61,5 +62,14 @@ void hlb__sp_split_block(const hlb__sp_split *s, size_t begin, size_t count,
 /* The block of the task now running on this worker, or NULL (wrapper and current_block). */
 hlb__sp_block *hlb__sp_current(void);
 void hlb__sp_task_done(void *arg); /* the tasks' callback */
+
+/* hlb_starpu_memory (memory.c): the priors of the run's workers (pointers into the memory),
+ * the item costs learnt over n_items (or NULL), and after a run its samples and item costs
+ * (forgot[p]: 1 when PU p's priors were forgotten, its old samples dropped). */
+void hlb__sp_memory_priors(const hlb_starpu_memory *m, const int *ids, unsigned n_pus,
+                           const hlb_sample **prior, size_t *n_prior);
+const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items);
+int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *ids, unsigned n_pus,
+                        size_t n_items, int *forgot);
 
 #endif

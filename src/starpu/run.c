@@ -47,6 +47,10 @@ typedef struct run {
   size_t blocks;
   hlb_decision *log; /* scheduler_places: one entry per block, the balancer keeps none */
   size_t n_log;
+  /* o->memory: each PU's priors, and whether the run forgot them */
+  const hlb_sample *prior[STARPU_NMAXWORKERS];
+  size_t n_prior[STARPU_NMAXWORKERS];
+  int forgot[STARPU_NMAXWORKERS];
 } run;
 
 void hlb_starpu_options_default(hlb_starpu_options *o) {
@@ -334,13 +338,23 @@ static int make_balancer(run *r) {
         .kind = starpu_worker_get_type(r->ids[p]) == STARPU_CPU_WORKER ? "cpu" : "opencl",
         .min_block = r->o->min_block};
   }
+  const hlb_starpu_memory *mem = r->o->memory;
+  /* With a memory the log is kept: the run's samples are read from it at the end. */
   hlb_balancer_config cfg = {.n_items = r->n_items,
                              .granularity = r->o->granularity,
                              .n_pus = r->n_pus,
                              .pus = pus,
                              .policy = r->o->policy,
                              .params = r->o->params,
-                             .keep_log = r->o->keep_log};
+                             .keep_log = r->o->keep_log || mem,
+                             .learn_item_cost = mem != NULL};
+  if (mem) {
+    hlb__sp_memory_priors(mem, r->ids, r->n_pus, r->prior, r->n_prior);
+    cfg.prior = r->prior;
+    cfg.n_prior = r->n_prior;
+    cfg.item_cost = hlb__sp_memory_item_cost(mem, r->n_items);
+    cfg.n_item_cost = cfg.item_cost ? HLB_ITEM_COST_SLICES : 0;
+  }
   if (!rc) rc = hlb_balancer_create(&cfg, &r->b);
   free(pus);
   free(names);
@@ -372,6 +386,7 @@ static void fill_models(const run *r, hlb_exec_stats *s) {
 }
 
 static void copy_log(run *r, hlb_exec_stats *s) {
+  if (!r->o->keep_log) return;
   const hlb_decision *log = r->log;
   size_t n = r->n_log;
   if (r->b) n = hlb_balancer_log(r->b, &log);
@@ -408,6 +423,12 @@ static int fill_stats(run *r, hlb_starpu_stats *out) {
   if (r->b) {
     s->solver_s = hlb_balancer_solver_seconds(r->b);
     fill_models(r, s);
+    s->item_costs_known = hlb_balancer_has_item_cost(r->b);
+    for (unsigned p = 0; p < r->n_pus; p++) {
+      s->per_pu[p].prior_samples = hlb_balancer_primed(r->b, p);
+      s->per_pu[p].priors_forgotten = r->forgot[p];
+      if (s->per_pu[p].prior_samples) s->models_from = HLB_MODELS_PREVIOUS_RUN;
+    }
   }
   copy_log(r, s);
   out->blocks = r->blocks;
@@ -446,6 +467,8 @@ static int run_driver(run *r) {
   r->t0 = hlb__now();
   rc = r->b ? drive_balancer(r) : drive_scheduler(r);
   if (was >= 0) starpu_profiling_status_set(was);
+  if (!rc && r->b && r->o->memory)
+    rc = hlb__sp_memory_keep(r->o->memory, r->b, r->ids, r->n_pus, r->n_items, r->forgot);
   return rc;
 }
 

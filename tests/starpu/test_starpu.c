@@ -181,6 +181,76 @@ static void errors_name_the_value(void **state) {
     assert_true(x[i] == 1.0);
 }
 
+/* hlb_starpu_passes: out[i] = in[i] * scale[0], scale changed by the host between passes. */
+static int scale_kernel(const hlb_exec_call *c) {
+  const double *in = c->in, *k = c->shared[0];
+  double *out = c->out;
+  for (size_t i = 0; i < c->count; i++) {
+    volatile double acc = 0;
+    for (int j = 0; j < 200; j++)
+      acc += 1e-9 * j;
+    out[i] = in[i] * k[0] + (double)(c->begin + i) * 0;
+  }
+  return 0;
+}
+
+static void passes_learn_and_see_changes(void **state) {
+  (void)state;
+  double *in = malloc(N * sizeof *in), *out = malloc(N * sizeof *out), scale = 2;
+  for (size_t i = 0; i < N; i++)
+    in[i] = (double)i;
+  hlb_codelet cl = {.name = "test_scale",
+                    .in_bytes_per_item = sizeof(double),
+                    .out_bytes_per_item = sizeof(double),
+                    .in = in,
+                    .out = out,
+                    .shared = {{&scale, sizeof scale}},
+                    .n_shared = 1,
+                    .cpu = scale_kernel};
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "hlb";
+  hlb_starpu_passes *p = NULL;
+  assert_int_equal(hlb_starpu_passes_open(&cl, N, &o, &p), 0);
+  for (int pass = 0; pass < 3; pass++) {
+    for (size_t i = 0; i < N; i++)
+      out[i] = -1;
+    hlb_starpu_stats st = {0};
+    assert_int_equal(hlb_starpu_passes_run(p, pass ? 1u : ~0u, &st), 0);
+    assert_int_equal(items_of(&st), N);
+    for (size_t i = 0; i < N; i++)
+      if (out[i] != in[i] * scale)
+        fail_msg("pass %d: out[%zu] = %g, expected %g", pass, i, out[i], in[i] * scale);
+    /* A later pass starts from the samples of the earlier ones (policy hlb takes priors). */
+    size_t primed = 0;
+    for (unsigned q = 0; q < st.exec.n_pus; q++)
+      primed += st.exec.per_pu[q].prior_samples;
+    if (pass == 0) assert_int_equal(primed, 0);
+    if (pass > 0 && primed == 0) fail_msg("pass %d started from no samples", pass);
+    hlb_starpu_stats_clear(&st);
+    scale += 1; /* the host's step: the next pass must see it */
+  }
+  hlb_starpu_passes_close(p);
+  /* A memory given by the caller carries across hlb_starpu_run_codelet calls. */
+  hlb_starpu_memory *mem = NULL;
+  assert_int_equal(hlb_starpu_memory_create(&mem), 0);
+  o.memory = mem;
+  for (int run = 0; run < 2; run++) {
+    hlb_starpu_stats st = {0};
+    assert_int_equal(hlb_starpu_run_codelet(&cl, N, &o, &st), 0);
+    assert_int_equal(items_of(&st), N);
+    if (run == 1 && st.exec.models_from != HLB_MODELS_PREVIOUS_RUN)
+      fail_msg("the second run did not start from the memory");
+    hlb_starpu_stats_clear(&st);
+  }
+  hlb_starpu_memory_destroy(mem);
+  assert_int_equal(hlb_starpu_memory_create(NULL), HLB_EINVAL);
+  assert_int_equal(hlb_starpu_passes_open(&cl, N, &o, NULL), HLB_EINVAL);
+  assert_int_equal(hlb_starpu_passes_run(NULL, 0, NULL), HLB_EINVAL);
+  free(in);
+  free(out);
+}
+
 int main(void) {
   if (starpu_init(NULL) != 0) {
     fprintf(stderr, "skipped: starpu_init found no worker\n");
@@ -194,7 +264,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(policies_exactly_once), cmocka_unit_test(scheduler_places_exactly_once),
       cmocka_unit_test(matrix_rows),           cmocka_unit_test(throttled_worker),
-      cmocka_unit_test(errors_name_the_value),
+      cmocka_unit_test(errors_name_the_value), cmocka_unit_test(passes_learn_and_see_changes),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   starpu_shutdown();

@@ -761,7 +761,7 @@ static int starpu_runs(const run_args *a, hlb_app *app) {
   outcome r;
   memset(&r, 0, sizeof r);
   hlb__cli_starpu_result res;
-  r.rc = hlb__cli_starpu_run(hlb_app_codelet(app), hlb_app_items(app), &sa, &r.st, &res);
+  r.rc = hlb__cli_starpu_run(app, &sa, &r.st, &res);
   if (r.rc == HLB_EXIT_USAGE) return r.rc; /* a bad --throttle, already said */
   if (r.rc == 0) {
     int v = hlb_app_verify(app);
@@ -790,9 +790,6 @@ static int starpu_runs(const run_args *a, hlb_app *app) {
 }
 
 static int run_starpu(const run_args *a, hlb_app *app) {
-  if (!hlb_app_codelet(app))
-    return hlb_cli_usage_error("run", "--runtime starpu runs single-pass apps; '%s' is iterative",
-                               a->app);
   int rc = hlb__cli_starpu_start(a->starpu_sched);
   if (rc) return rc;
   rc = starpu_runs(a, app);

@@ -6,14 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps.h"
 #include "cli.h"
+#include "common/error_internal.h"
 #include "hlb/error.h"
 #include "hlb/starpu.h"
 
 int hlb__cli_starpu_start(const char *sched) {
   struct starpu_conf conf;
   starpu_conf_init(&conf);
-  if (sched) conf.sched_policy_name = sched;
+  /* "hlb": libhlb_starpu's own task scheduler; any other name is one of StarPU's. */
+  if (sched && !strcmp(sched, "hlb"))
+    conf.sched_policy = hlb_starpu_sched_policy();
+  else if (sched)
+    conf.sched_policy_name = sched;
   /* StarPU prints a banner and calibration notes on stdout unless told not to; the run's
    * output is hlb's. A user who sets STARPU_SILENT decides. */
   setenv("STARPU_SILENT", "1", 0);
@@ -68,24 +74,53 @@ static int apply_throttles(const hlb__cli_starpu *a, hlb_starpu_options *o) {
   return 0;
 }
 
-int hlb__cli_starpu_run(const hlb_codelet *cl, size_t n_items, const hlb__cli_starpu *a,
-                        hlb_exec_stats *stats, hlb__cli_starpu_result *res) {
+/* The app's passes, each one hlb_starpu_passes_run over the buffers registered at the first. */
+typedef struct pass_ctx {
   hlb_starpu_options o;
-  hlb_starpu_options_default(&o);
-  o.policy = a->policy;
-  o.params = a->params;
-  o.scheduler_places = a->sched != NULL;
-  o.equal_blocks = a->sched ? a->blocks : 0;
-  int rc = apply_throttles(a, &o);
+  hlb_starpu_passes *p;
+  const hlb_codelet *cl;
+  hlb__cli_starpu_result *res;
+} pass_ctx;
+
+static int starpu_pass(void *ctx, const hlb_codelet *cl, size_t n_items, unsigned changed,
+                       hlb_exec_stats *st) {
+  pass_ctx *c = ctx;
+  int rc = 0;
+  if (!c->p) {
+    rc = hlb_starpu_passes_open(cl, n_items, &c->o, &c->p);
+    c->cl = cl;
+  } else if (cl != c->cl) {
+    rc = hlb__error(HLB_ESTATE,
+                    "hlb run --runtime starpu: codelet '%s' in a pass of "
+                    "codelet '%s'",
+                    cl->name, c->cl->name);
+  }
   if (rc) return rc;
-  hlb_starpu_stats st = {0};
-  rc = hlb_starpu_run_codelet(cl, n_items, &o, &st);
+  hlb_starpu_stats s = {0};
+  rc = hlb_starpu_passes_run(c->p, changed, &s);
+  snprintf(c->res->placement, sizeof c->res->placement, "%s", s.placement);
+  c->res->blocks += s.blocks;
+  c->res->adapter_s += s.adapter_s;
+  if (st) {
+    *st = s.exec; /* the caller owns the executor-style stats now */
+    s.exec = (hlb_exec_stats){0};
+  }
+  hlb_starpu_stats_clear(&s);
+  return rc;
+}
+
+int hlb__cli_starpu_run(hlb_app *app, const hlb__cli_starpu *a, hlb_exec_stats *stats,
+                        hlb__cli_starpu_result *res) {
+  pass_ctx c = {.res = res};
+  hlb_starpu_options_default(&c.o);
+  c.o.policy = a->policy;
+  c.o.params = a->params;
+  c.o.scheduler_places = a->sched != NULL;
+  c.o.equal_blocks = a->sched ? a->blocks : 0;
   memset(res, 0, sizeof *res);
-  snprintf(res->placement, sizeof res->placement, "%s", st.placement);
-  res->blocks = st.blocks;
-  res->adapter_s = st.adapter_s;
-  *stats = st.exec; /* the caller owns the executor-style stats now */
-  st.exec = (hlb_exec_stats){0};
-  hlb_starpu_stats_clear(&st);
+  int rc = apply_throttles(a, &c.o);
+  if (rc) return rc;
+  rc = hlb_app_run_passes(app, starpu_pass, &c, stats);
+  hlb_starpu_passes_close(c.p);
   return rc;
 }

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "apps.h"
 #include "hlb/exec.h"
 
 typedef struct hlb__cli_starpu {
@@ -29,9 +30,11 @@ void hlb__cli_starpu_stop(void);
 /* The names of StarPU's cpu and OpenCL workers ("cpu:0", "opencl:0") into names, up to cap;
  * returns how many there are. */
 unsigned hlb__cli_starpu_workers(char (*names)[32], unsigned cap);
-/* Run the codelet; stats and res are filled when it ran. Returns 0, a negative HLB_E* from the
- * library, or HLB_EXIT_USAGE (already printed) for a bad --throttle. */
-int hlb__cli_starpu_run(const hlb_codelet *cl, size_t n_items, const hlb__cli_starpu *a,
-                        hlb_exec_stats *stats, hlb__cli_starpu_result *res);
+/* Run the app: each of its balanced passes (one, or several with the host's step between them)
+ * on StarPU's workers, the buffers registered once, later passes starting from what the
+ * earlier learnt. stats (summed over the passes) and res are filled when it ran. Returns 0, a
+ * negative HLB_E* from the library, or HLB_EXIT_USAGE (already printed) for a bad --throttle. */
+int hlb__cli_starpu_run(hlb_app *app, const hlb__cli_starpu *a, hlb_exec_stats *stats,
+                        hlb__cli_starpu_result *res);
 
 #endif
