@@ -210,7 +210,15 @@ typedef struct hlb_exec_pu_stats {
   size_t failed_blocks; /* blocks whose kernel (or injection) failed */
   int retired;          /* 1 if the PU was retired after repeated failures */
   double busy_s;        /* time in blocks: transfers + compute + emulated throttle */
+  /* setup_s: this run's set-up on the PU, outside the run's clock: build_s (building its
+   * kernel; 0 when the executor kept it from an earlier run) plus upload_s (copying the shared
+   * buffers to it; 0 for a cpu PU, which reads them in place). */
   double compute_s, transfer_s, throttle_s, setup_s;
+  double build_s, upload_s;
+  /* Kernels built on this PU for this run: 1 for the first run of a codelet (or after its
+   * OpenCL source or kernel name changed), 0 when the executor's kept kernel served or the
+   * backend builds nothing (cpu, cuda: their kernels are compiled with the program). */
+  unsigned kernel_builds;
   double finish_s;      /* end of the PU's last block, seconds from the run's start */
   int fitted;           /* 1 when the balancer's model of this PU was fitted */
   hlb_curve model;      /* the fitted F + G when fitted */
@@ -256,6 +264,13 @@ typedef struct hlb_exec_stats {
    * many items learnt (a later pass: blocks sized by their cost, docs/executor.md, "Items that
    * do not cost the same"); 0 when every item was taken to cost the same. */
   int item_costs_known;
+  /* What the run cost beyond its blocks, in seconds of wall time: setup_s from the call to the
+   * start of its clock (models, the PUs' set-up, the balancer), wrapup_s from the last block's
+   * end to the return (driver threads joined, stats, models kept, item costs learnt). */
+  double setup_s, wrapup_s;
+  /* Kernels the executor keeps after this run, over all its PUs (docs/executor.md, "A
+   * session"). */
+  unsigned kept_kernels;
 } hlb_exec_stats;
 
 /* Free what a stats struct owns and zero it. Accepts a zeroed struct. */
