@@ -35,6 +35,10 @@ typedef struct hlb__backend_ops {
   /* Run the built kernel (NULL where the backend has no build) on one block and wait for it.
    * Fills call->queue/threads/device. The shared buffers are the caller's (alloc, to_device). */
   int (*launch)(void *dev, void *kernel, const hlb_codelet *cl, hlb_exec_call *call);
+  /* Optional: copy a shared buffer's `bytes` from `host` to the device into *buf (kept by the
+   * caller from run to run, *cap bytes, released with release()), replacing or reusing it. NULL:
+   * the caller grows *buf with alloc() and copies with to_device(). */
+  int (*upload)(void *dev, void **buf, size_t *cap, const void *host, size_t bytes);
   /* One codelet at a time (the MPI executor, link profiling): prepare() builds the codelet's
    * kernel (kept in the device until another source or close(); the text, not its address,
    * is compared) and copies its shared buffers to the device (the pointers to pass as

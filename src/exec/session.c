@@ -63,8 +63,13 @@ static int upload(hlb_executor *ex, unsigned i, const hlb_codelet *cl, hlb__kept
     shared[s] = NULL;
     if (s >= cl->n_shared || cl->shared[s].bytes == 0) continue;
     size_t bytes = cl->shared[s].bytes;
-    int rc = hlb__staging_grow_device(ops, ex->dev[i], &k->shared[s], &k->shared_cap[s], bytes);
-    if (!rc) rc = ops->to_device(ex->dev[i], k->shared[s], cl->shared[s].host, bytes);
+    int rc;
+    if (ops->upload) {
+      rc = ops->upload(ex->dev[i], &k->shared[s], &k->shared_cap[s], cl->shared[s].host, bytes);
+    } else {
+      rc = hlb__staging_grow_device(ops, ex->dev[i], &k->shared[s], &k->shared_cap[s], bytes);
+      if (!rc) rc = ops->to_device(ex->dev[i], k->shared[s], cl->shared[s].host, bytes);
+    }
     if (rc)
       return hlb__error_prefix(rc, "pu '%s': codelet '%s': shared buffer %u (%zu bytes): ",
                                ex->pu[i].name, name_of(cl), s, bytes);

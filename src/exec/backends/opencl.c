@@ -318,6 +318,35 @@ static int cl_to_host(void *dev, void *dst, const void *src, size_t bytes) {
                                         d->name, bytes, (int)err);
 }
 
+/* Shared buffers below this size are made anew each run with CL_MEM_COPY_HOST_PTR, larger
+ * ones written into the kept buffer. Measured on PoCL (docs/benchmarks.md, "The executor as a
+ * session"): a blocking write goes through the queue to PoCL's worker thread, 25-70 us even
+ * for 272 bytes and milliseconds on a loaded machine, while creating a buffer from host memory
+ * copies in the calling thread (0.8 us at 272 bytes, 24 us at 1 MiB); at 32 MiB the fresh
+ * allocation's page faults make the creation 4x the write. */
+#define HLB_OPENCL_UPLOAD_KEEP (1u << 20)
+
+static int cl_upload(void *dev, void **buf, size_t *cap, const void *host, size_t bytes) {
+  cl_dev *d = dev;
+  cl_int err;
+  if (bytes >= HLB_OPENCL_UPLOAD_KEEP && *buf && *cap >= bytes) {
+    err = clEnqueueWriteBuffer(d->q, (cl_mem)*buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+  } else {
+    if (*buf) clReleaseMemObject((cl_mem)*buf);
+    *buf = NULL;
+    *cap = 0;
+    cl_mem m =
+        clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, (void *)host, &err);
+    if (err == CL_SUCCESS) {
+      *buf = m;
+      *cap = bytes;
+    }
+  }
+  return err == CL_SUCCESS ? 0
+                           : hlb__error(HLB_EDEVICE, "pu '%s': copy of %zu bytes failed (error %d)",
+                                        d->name, bytes, (int)err);
+}
+
 static int set_args(cl_kern *k, const hlb_exec_call *call) {
   cl_ulong begin = call->begin, count = call->count;
   cl_mem args[2 + HLB_EXEC_MAX_SHARED] = {(cl_mem)(void *)call->in, (cl_mem)call->out};
@@ -347,6 +376,7 @@ const hlb__backend_ops hlb__backend_opencl = {
     .build = cl_build,
     .unbuild = cl_unbuild,
     .launch = cl_launch,
+    .upload = cl_upload,
     .prepare = cl_prepare,
     .unprepare = cl_unprepare,
     .alloc = cl_alloc,

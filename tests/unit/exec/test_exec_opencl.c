@@ -305,6 +305,51 @@ static void test_session_changed_source(void **st) {
   hlb_executor_destroy(ex);
 }
 
+/* A shared buffer of 2 MiB (written into the kept device buffer, not made anew: the OpenCL
+ * backend's path for large buffers): out[i] = s0[(begin + i) % BIG], its new contents used in
+ * every run. */
+#define BIG (1u << 18)
+static const char src_big[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "kernel void k(global const uchar *in, global uchar *out, ulong begin, ulong count,\n"
+    "  global const uchar *s0, global const uchar *s1, global const uchar *s2,\n"
+    "  global const uchar *s3) {\n"
+    "  ulong i = get_global_id(0);\n"
+    "  if (i >= count) return;\n"
+    "  ((global double *)out)[i] = ((global const double *)s0)[(begin + i) % 262144];\n"
+    "}\n";
+
+static int cpu_big(const hlb_exec_call *c) {
+  const double *s = c->shared[0];
+  double *y = c->out;
+  for (size_t i = 0; i < c->count; i++)
+    y[i] = s[(c->begin + i) % BIG];
+  return 0;
+}
+
+static void test_session_big_shared(void **st) {
+  (void)st;
+  static double big[BIG];
+  hlb_executor *ex = open_spec("opencl:0");
+  hlb_codelet cl = codelet();
+  cl.name = "big-shared";
+  cl.opencl_source = src_big;
+  cl.cpu = cpu_big;
+  cl.shared[0] = (hlb_exec_buffer){big, sizeof big};
+  hlb_exec_stats s = {0};
+  for (int pass = 0; pass < 3; pass++) {
+    for (size_t i = 0; i < BIG; i++)
+      big[i] = (double)i * (pass + 1) + 0.25;
+    session_run(ex, &cl, "greedy", &s);
+    assert_int_equal(s.per_pu[0].kernel_builds, pass == 0);
+    for (size_t i = 0; i < N; i++)
+      if (out[i] != big[i % BIG])
+        fail_msg("pass %d: out[%zu] = %g, expected %g", pass, i, out[i], big[i % BIG]);
+  }
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
 /* A kept kernel whose source becomes one that does not build: the PU is left out with the
  * compiler's reason (alone: the run fails naming it; beside a cpu PU: the cpu does every item);
  * the good source again is built again and the device does the work. */
@@ -426,6 +471,7 @@ int main(void) {
       cmocka_unit_test(test_session_keeps_kernel),
       cmocka_unit_test(test_session_changed_source),
       cmocka_unit_test(test_session_bad_source_later),
+      cmocka_unit_test(test_session_big_shared),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
