@@ -4,10 +4,17 @@
  * Usage: describe the PUs (hlb_exec_discover() or hlb_exec_parse_pus()), create an executor
  * (opens the devices once), describe the work as a codelet (one kernel per backend plus
  * how to find a block's input and output), call hlb_executor_run() for n items, read the
- * stats. One driver thread per PU asks the balancer for blocks, moves the block's data,
- * runs the kernel, and feeds the measured compute and transfer times back as a sample.
- * A kernel that fails gets its block taken back; a PU that fails repeatedly is retired and
- * the run still completes on the others.
+ * stats.
+ *
+ * The executor is the session (docs/executor.md, "A session"): it lives across runs and keeps,
+ * until hlb_executor_destroy(), each PU's built kernel per codelet (built on the codelet's
+ * first run, and again only when its opencl_source text or opencl_kernel changed), the device
+ * copies of the shared buffers (their contents copied again every run) and the staging
+ * buffers, and per codelet the models, item costs and released devices its runs learnt. Run
+ * every pass of an iterative code on one executor. One driver thread per PU asks the balancer for
+ * blocks, moves the block's data, runs the kernel, and feeds the measured compute and transfer
+ * times back as a sample. A kernel that fails gets its block taken back; a PU that fails repeatedly
+ * is retired and the run still completes on the others.
  *
  * Thread safety: an hlb_executor is used by one thread at a time (hlb_executor_run() blocks
  * until the run is over). Inside a run, kernels of different PUs run concurrently on
@@ -88,7 +95,7 @@ typedef struct hlb_exec_call {
 } hlb_exec_call;
 
 /* A host buffer every block reads (a matrix, the centroids): copied to each device once
- * per run, and that copy is timed as the PU's setup transfer. */
+ * per run, as it is when the run starts, and that copy is timed as the PU's upload_s. */
 typedef struct hlb_exec_buffer {
   const void *host;
   size_t bytes;
@@ -283,6 +290,7 @@ typedef struct hlb_executor hlb_executor;
 /* Open the PUs' devices. Copies pus; fills their device_name. HLB_EDEVICE when a device
  * does not open, HLB_EINVAL for a bad description. */
 HLB_EXTERN int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out);
+/* Release the kept kernels and buffers, then close the devices. Accepts NULL. */
 HLB_EXTERN void hlb_executor_destroy(hlb_executor *ex);
 /* The PUs as opened. */
 HLB_EXTERN unsigned hlb_executor_pu_count(const hlb_executor *ex);
