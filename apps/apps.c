@@ -115,6 +115,9 @@ static void add_pu(hlb_exec_pu_stats *t, const hlb_exec_pu_stats *p, double shif
   t->transfer_s += p->transfer_s;
   t->throttle_s += p->throttle_s;
   t->setup_s += p->setup_s;
+  t->build_s += p->build_s;
+  t->upload_s += p->upload_s;
+  t->kernel_builds += p->kernel_builds;
   if (p->blocks) t->finish_s = p->finish_s + shift;
   /* The models of the last pass are the most informed. */
   if (p->fitted) {
@@ -146,6 +149,9 @@ int hlb__app_stats_append(hlb_exec_stats *t, hlb_exec_stats *p) {
   t->n_items += p->n_items;
   t->makespan_s += p->makespan_s;
   t->solver_s += p->solver_s;
+  t->setup_s += p->setup_s;
+  t->wrapup_s += p->wrapup_s;
+  t->kept_kernels = p->kept_kernels;
   hlb_exec_stats_clear(p);
   return 0;
 }

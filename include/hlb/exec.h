@@ -4,10 +4,17 @@
  * Usage: describe the PUs (hlb_exec_discover() or hlb_exec_parse_pus()), create an executor
  * (opens the devices once), describe the work as a codelet (one kernel per backend plus
  * how to find a block's input and output), call hlb_executor_run() for n items, read the
- * stats. One driver thread per PU asks the balancer for blocks, moves the block's data,
- * runs the kernel, and feeds the measured compute and transfer times back as a sample.
- * A kernel that fails gets its block taken back; a PU that fails repeatedly is retired and
- * the run still completes on the others.
+ * stats.
+ *
+ * The executor is the session (docs/executor.md, "A session"): it lives across runs and keeps,
+ * until hlb_executor_destroy(), each PU's built kernel per codelet (built on the codelet's
+ * first run, and again only when its opencl_source text or opencl_kernel changed), the device
+ * copies of the shared buffers (their contents copied again every run) and the staging
+ * buffers, and per codelet the models, item costs and released devices its runs learnt. Run
+ * every pass of an iterative code on one executor. One driver thread per PU asks the balancer for
+ * blocks, moves the block's data, runs the kernel, and feeds the measured compute and transfer
+ * times back as a sample. A kernel that fails gets its block taken back; a PU that fails repeatedly
+ * is retired and the run still completes on the others.
  *
  * Thread safety: an hlb_executor is used by one thread at a time (hlb_executor_run() blocks
  * until the run is over). Inside a run, kernels of different PUs run concurrently on
@@ -88,7 +95,7 @@ typedef struct hlb_exec_call {
 } hlb_exec_call;
 
 /* A host buffer every block reads (a matrix, the centroids): copied to each device once
- * per run, and that copy is timed as the PU's setup transfer. */
+ * per run, as it is when the run starts, and that copy is timed as the PU's upload_s. */
 typedef struct hlb_exec_buffer {
   const void *host;
   size_t bytes;
@@ -216,7 +223,15 @@ typedef struct hlb_exec_pu_stats {
   size_t failed_blocks; /* blocks whose kernel (or injection) failed */
   int retired;          /* 1 if the PU was retired after repeated failures */
   double busy_s;        /* time in blocks: transfers + compute + emulated throttle */
+  /* setup_s: this run's set-up on the PU, outside the run's clock: build_s (building its
+   * kernel; 0 when the executor kept it from an earlier run) plus upload_s (copying the shared
+   * buffers to it; 0 for a cpu PU, which reads them in place). */
   double compute_s, transfer_s, throttle_s, setup_s;
+  double build_s, upload_s;
+  /* Kernels built on this PU for this run: 1 for the first run of a codelet (or after its
+   * OpenCL source or kernel name changed), 0 when the executor's kept kernel served or the
+   * backend builds nothing (cpu, cuda: their kernels are compiled with the program). */
+  unsigned kernel_builds;
   double finish_s;      /* end of the PU's last block, seconds from the run's start */
   int fitted;           /* 1 when the balancer's model of this PU was fitted */
   hlb_curve model;      /* the fitted F + G when fitted */
@@ -262,6 +277,13 @@ typedef struct hlb_exec_stats {
    * many items learnt (a later pass: blocks sized by their cost, docs/executor.md, "Items that
    * do not cost the same"); 0 when every item was taken to cost the same. */
   int item_costs_known;
+  /* What the run cost beyond its blocks, in seconds of wall time: setup_s from the call to the
+   * start of its clock (models, the PUs' set-up, the balancer), wrapup_s from the last block's
+   * end to the return (driver threads joined, stats, models kept, item costs learnt). */
+  double setup_s, wrapup_s;
+  /* Kernels the executor keeps after this run, over all its PUs (docs/executor.md, "A
+   * session"). */
+  unsigned kept_kernels;
 } hlb_exec_stats;
 
 /* Free what a stats struct owns and zero it. Accepts a zeroed struct. */
@@ -274,6 +296,7 @@ typedef struct hlb_executor hlb_executor;
 /* Open the PUs' devices. Copies pus; fills their device_name. HLB_EDEVICE when a device
  * does not open, HLB_EINVAL for a bad description. */
 HLB_EXTERN int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out);
+/* Release the kept kernels and buffers, then close the devices. Accepts NULL. */
 HLB_EXTERN void hlb_executor_destroy(hlb_executor *ex);
 /* The PUs as opened. */
 HLB_EXTERN unsigned hlb_executor_pu_count(const hlb_executor *ex);

@@ -23,18 +23,35 @@ typedef struct hlb__backend_ops {
   /* Open device `pu->device`; write its name into pu->device_name. HLB_EDEVICE on failure. */
   int (*open)(hlb_exec_pu *pu, void **dev);
   void (*close)(void *dev);
-  /* Before a run: build the codelet's kernel, copy its shared buffers to the device (the
-   * pointers to pass as call->shared go into shared[]). */
+  /* The session's calls (the threaded executor keeps what they make; docs/executor.md, "A
+   * session"):
+   * build(): build the codelet's kernel for the device into *kernel, a handle the caller keeps
+   * across runs and gives back to launch() and unbuild(). `shared` are the shared buffers as
+   * the kernel will see them (on the device), for a warm-up launch. NULL for a backend with
+   * nothing to build (cpu, cuda: the kernels are linked in); launch() then gets NULL. */
+  int (*build)(void *dev, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED],
+               void **kernel);
+  void (*unbuild)(void *dev, void *kernel);
+  /* Run the built kernel (NULL where the backend has no build) on one block and wait for it.
+   * Fills call->queue/threads/device. The shared buffers are the caller's (alloc, to_device). */
+  int (*launch)(void *dev, void *kernel, const hlb_codelet *cl, hlb_exec_call *call);
+  /* Optional: copy a shared buffer's `bytes` from `host` to the device into *buf (kept by the
+   * caller from run to run, *cap bytes, released with release()), replacing or reusing it. NULL:
+   * the caller grows *buf with alloc() and copies with to_device(). */
+  int (*upload)(void *dev, void **buf, size_t *cap, const void *host, size_t bytes);
+  /* One codelet at a time (the MPI executor, link profiling): prepare() builds the codelet's
+   * kernel (kept in the device until another source or close(); the text, not its address,
+   * is compared) and copies its shared buffers to the device (the pointers to pass as
+   * call->shared go into shared[]); unprepare() frees the shared buffers; run() launches the
+   * kernel of the last prepare(). */
   int (*prepare)(void *dev, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED]);
-  /* After a run: free what prepare() made. */
   void (*unprepare)(void *dev);
+  int (*run)(void *dev, const hlb_codelet *cl, hlb_exec_call *call);
   /* Device memory for a block; a zero size gives NULL and succeeds. */
   int (*alloc)(void *dev, size_t bytes, void **buf);
   void (*release)(void *dev, void *buf);
   int (*to_device)(void *dev, void *dst, const void *src, size_t bytes);
   int (*to_host)(void *dev, void *dst, const void *src, size_t bytes);
-  /* Run the kernel on one block and wait for it. Fills call->queue/threads/device. */
-  int (*run)(void *dev, const hlb_codelet *cl, hlb_exec_call *call);
   /* 1 when the codelet has a kernel for this backend. */
   int (*has_kernel)(const hlb_codelet *cl);
   /* Optional (cpu): change the cores a device runs its blocks on, from another thread while

@@ -21,7 +21,9 @@ typedef struct run_ctx {
   hlb_balancer *b; /* guarded by mu */
   pthread_mutex_t mu;
   pthread_cond_t cv;                  /* broadcast after every done/fail/retire */
+  double called;                      /* hlb__now() when hlb_executor_run was called */
   double t0;                          /* hlb__now() at the start of the run */
+  double setup_s;                     /* t0 - called */
   double last_end;                    /* latest block end, run-relative; guarded by mu */
   unsigned waiting, in_flight, alive; /* drivers waiting, blocks running, PUs alive; mu */
   int error;                          /* first fatal error of a driver; guarded by mu */
@@ -29,6 +31,7 @@ typedef struct run_ctx {
   char fail_text[512]; /* the last failed block's error; guarded by mu */
   /* Per PU of the executor (ex->n entries each, allocated per run by alloc_run). */
   const void *(*shared)[HLB_EXEC_MAX_SHARED];
+  void **kernel; /* the session's kernel of each prepared PU (NULL where nothing is built) */
   int *prepared;
   hlb_exec_pu_stats *st; /* each written by its driver only */
   /* For the progress display: each PU's last block size and balancer index; guarded by mu. */
@@ -52,7 +55,8 @@ typedef struct run_ctx {
   size_t n_items;
 } run_ctx;
 
-/* Buffers a driver reuses from block to block, grown as blocks grow. */
+/* A PU's driver; its staging buffers are the executor's (ex->stage), kept from block to block
+ * and from run to run, grown as blocks grow. */
 typedef struct driver driver;
 struct driver {
   run_ctx *r;
@@ -60,8 +64,7 @@ struct driver {
   unsigned bpu;         /* the balancer's index of the same PU */
   unsigned started;     /* blocks started, for fault injection */
   unsigned fail_streak; /* consecutive failures */
-  void *dev_in, *dev_out, *host_in, *host_out;
-  size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
+  hlb__stage *sg;       /* &ex->stage[pu] */
 };
 
 void hlb_exec_options_default(hlb_exec_options *o) {
@@ -140,20 +143,21 @@ static int stage_in(driver *d, const hlb_block *blk, hlb_exec_call *call) {
   size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
   const void *src = NULL;
   void *host_out = NULL;
-  int rc = hlb__block_host_io(cl, blk, &d->host_in, &d->host_in_cap, &d->host_out, &d->host_out_cap,
-                              &src, &host_out);
+  hlb__stage *sg = d->sg;
+  int rc = hlb__block_host_io(cl, blk, &sg->host_in, &sg->host_in_cap, &sg->host_out,
+                              &sg->host_out_cap, &src, &host_out);
   if (rc) return rc;
   if (ops->host_memory) {
     call->in = src;
     call->out = host_out;
     return 0;
   }
-  if ((rc = grow_dev(d, &d->dev_in, &d->dev_in_cap, in_b)) ||
-      (rc = grow_dev(d, &d->dev_out, &d->dev_out_cap, out_b)))
+  if ((rc = grow_dev(d, &sg->dev_in, &sg->dev_in_cap, in_b)) ||
+      (rc = grow_dev(d, &sg->dev_out, &sg->dev_out_cap, out_b)))
     return rc;
-  call->in = in_b ? d->dev_in : NULL;
-  call->out = out_b ? d->dev_out : NULL;
-  return in_b ? ops->to_device(d->r->ex->dev[d->pu], d->dev_in, src, in_b) : 0;
+  call->in = in_b ? sg->dev_in : NULL;
+  call->out = out_b ? sg->dev_out : NULL;
+  return in_b ? ops->to_device(d->r->ex->dev[d->pu], sg->dev_in, src, in_b) : 0;
 }
 
 /* Bring the block's output back and unpack it. */
@@ -163,11 +167,12 @@ static int stage_out(driver *d, const hlb_block *blk) {
   size_t out_b = cl->out_bytes_per_item * blk->count;
   if (!out_b) return 0;
   if (!ops->host_memory) {
-    void *dst = cl->unpack ? d->host_out : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
-    int rc = ops->to_host(d->r->ex->dev[d->pu], dst, d->dev_out, out_b);
+    void *dst =
+        cl->unpack ? d->sg->host_out : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
+    int rc = ops->to_host(d->r->ex->dev[d->pu], dst, d->sg->dev_out, out_b);
     if (rc) return rc;
   }
-  if (cl->unpack) cl->unpack(cl->user, blk->begin, blk->count, d->host_out);
+  if (cl->unpack) cl->unpack(cl->user, blk->begin, blk->count, d->sg->host_out);
   return 0;
 }
 
@@ -207,7 +212,7 @@ static int run_block(driver *d, const hlb_block *blk, hlb_sample *s, double *thr
   if (rc == 0 && injected(d))
     rc = hlb__error(HLB_EDEVICE, "pu '%s': injected failure of its block %u (items [%zu, +%zu))",
                     r->ex->pu[d->pu].name, d->started, blk->begin, blk->count);
-  if (rc == 0) rc = r->ex->ops[d->pu]->run(r->ex->dev[d->pu], r->cl, &call);
+  if (rc == 0) rc = r->ex->ops[d->pu]->launch(r->ex->dev[d->pu], r->kernel[d->pu], r->cl, &call);
   double t_c = hlb__now();
   if (rc == 0 && !commit(d)) return 0; /* released meanwhile: its items went to the others */
   if (rc == 0) rc = stage_out(d, blk);
@@ -516,12 +521,6 @@ static void *drive(void *arg) {
   r->alive--;
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);
-  const hlb__backend_ops *ops = r->ex->ops[d->pu];
-  void *dev = r->ex->dev[d->pu];
-  ops->release(dev, d->dev_in);
-  ops->release(dev, d->dev_out);
-  free(d->host_in);
-  free(d->host_out);
   return NULL;
 }
 
@@ -580,14 +579,13 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
   return rc;
 }
 
-/* Build kernels and copy shared buffers on every PU with a kernel; list those in bidx. */
+/* Every PU with a kernel: the session's kernel (built on the first run of the codelet, or
+ * when its source changed) and this run's shared buffers; list those PUs in bidx. */
 static unsigned prepare_all(run_ctx *r, unsigned *bidx, int *first_err) {
   unsigned nb = 0;
   for (unsigned i = 0; i < r->ex->n; i++) {
     if (!r->ex->ops[i]->has_kernel(r->cl) || r->ex->released[i]) continue;
-    double t = hlb__now();
-    int rc = r->ex->ops[i]->prepare(r->ex->dev[i], r->cl, r->shared[i]);
-    r->st[i].setup_s = hlb__now() - t;
+    int rc = hlb__session_prepare(r->ex, i, r->cl, r->shared[i], &r->kernel[i], &r->st[i]);
     if (rc) {
       /* A PU that cannot even load the kernel is left out, like a retired one; the reason
        * (e.g. the OpenCL compiler's log) stays in its stats for the caller to show. */
@@ -625,6 +623,8 @@ static int fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_it
     s->per_pu[i].cores_given = r->ex->cores_given[i];
   }
   s->makespan_s = r->last_end;
+  s->setup_s = r->setup_s;
+  s->kept_kernels = hlb__session_kernels(r->ex);
   s->solver_s = hlb_balancer_solver_seconds(r->b);
   for (unsigned j = 0; j < nb; j++) {
     const hlb_model *m = hlb_balancer_model(r->b, j);
@@ -657,8 +657,9 @@ static void start_drivers(run_ctx *r, driver *drv, pthread_t *th, int *started,
                           const unsigned *bidx, unsigned nb) {
   r->alive = nb;
   r->t0 = hlb__now();
+  r->setup_s = r->t0 - r->called;
   for (unsigned j = 0; j < nb; j++) {
-    drv[j] = (driver){.r = r, .pu = bidx[j], .bpu = j};
+    drv[j] = (driver){.r = r, .pu = bidx[j], .bpu = j, .sg = &r->ex->stage[bidx[j]]};
     started[j] = pthread_create(&th[j], NULL, drive, &drv[j]) == 0;
     if (!started[j]) {
       /* Threads already started finish the work; this PU simply takes none. */
@@ -687,6 +688,7 @@ static int finish(run_ctx *r, int prep_err) {
 static void free_run(run_ctx *r) {
   if (!r) return;
   free(r->shared);
+  free(r->kernel);
   free(r->prepared);
   free(r->st);
   free(r->last_block);
@@ -708,10 +710,10 @@ static void free_run(run_ctx *r) {
 static run_ctx *alloc_run(unsigned n) {
   run_ctx *r = calloc(1, sizeof *r);
   if (!r) return NULL;
-  int ok = (r->shared = calloc(n, sizeof *r->shared)) && (r->prepared = calloc(n, sizeof(int))) &&
-           (r->st = calloc(n, sizeof *r->st)) && (r->last_block = calloc(n, sizeof(size_t))) &&
-           (r->bpu_of = calloc(n, sizeof(int))) && (r->in_block = calloc(n, sizeof(int))) &&
-           (r->block_start = calloc(n, sizeof(double))) &&
+  int ok = (r->shared = calloc(n, sizeof *r->shared)) && (r->kernel = calloc(n, sizeof(void *))) &&
+           (r->prepared = calloc(n, sizeof(int))) && (r->st = calloc(n, sizeof *r->st)) &&
+           (r->last_block = calloc(n, sizeof(size_t))) && (r->bpu_of = calloc(n, sizeof(int))) &&
+           (r->in_block = calloc(n, sizeof(int))) && (r->block_start = calloc(n, sizeof(double))) &&
            (r->block_count = calloc(n, sizeof(size_t))) &&
            (r->block = calloc(n, sizeof *r->block)) && (r->committing = calloc(n, sizeof(int))) &&
            (r->abandoned = calloc(n, sizeof(int))) && (r->bidx = calloc(n, sizeof(unsigned))) &&
@@ -724,12 +726,14 @@ static run_ctx *alloc_run(unsigned n) {
 
 int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
                      const hlb_exec_options *opt, hlb_exec_stats *stats) {
+  double called = hlb__now();
   int rc = check_args(ex, cl, n_items);
   if (rc) return rc;
   run_ctx *r = alloc_run(ex->n);
   if (!r) return hlb__error(HLB_ENOMEM, "hlb_executor_run: out of memory for %u PUs", ex->n);
   r->ex = ex;
   r->cl = cl;
+  r->called = called;
   r->n_items = n_items;
   if (opt)
     r->opt = *opt;
@@ -761,6 +765,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     int fill_rc = stats ? fill_stats(r, bidx, nb, n_items, stats) : 0;
+    int filled = stats && fill_rc == 0;
     /* Before finish(): a failure to store the models must not replace the run's own error. */
     hlb__exec_models_end(ex, cl, &models, r->b, bidx, nb, stats);
     hlb__exec_item_cost_keep(ex, &models, r->b, n_items);
@@ -768,9 +773,9 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     rc = rc ? rc : fill_rc;
     remember_rates(r);
     hlb_balancer_destroy(r->b);
+    /* The kernels and shared buffers stay with the executor (the session) for the next run. */
+    if (filled) stats->wrapup_s = hlb__now() - (r->t0 + r->last_end);
   }
-  for (unsigned i = 0; i < ex->n; i++)
-    if (r->prepared[i]) ex->ops[i]->unprepare(ex->dev[i]);
   hlb__exec_models_free(&models);
   free_run(r);
   /* A run that succeeded with some PUs left out must not leave their errors behind as the

@@ -17,6 +17,25 @@ typedef struct hlb__exec_memo {
   size_t item_cost_items;
 } hlb__exec_memo;
 
+/* A codelet prepared on one PU and kept by the executor, the session, until it is destroyed
+ * (exec/session.c): the built kernel and the device copies of the shared buffers. Found by the
+ * codelet's name; the kernel is used again only for the same OpenCL source text and kernel
+ * name (copies kept here), and built anew, replacing this one, when either changed. */
+typedef struct hlb__kept {
+  char *name;          /* the codelet's name, "" for an unnamed one */
+  char *source, *kern; /* what the kernel was built from (NULL: none, or not built) */
+  void *kernel;        /* the backend's handle (ops->build), NULL when none */
+  int built;           /* 1 once built (for a backend with no build: nothing to build) */
+  void *shared[HLB_EXEC_MAX_SHARED]; /* device copies, when the PU's memory is not the host's */
+  size_t shared_cap[HLB_EXEC_MAX_SHARED];
+} hlb__kept;
+
+/* A PU's staging buffers, kept from run to run (a run's first blocks allocate nothing). */
+typedef struct hlb__stage {
+  void *dev_in, *dev_out, *host_in, *host_out;
+  size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
+} hlb__stage;
+
 struct hlb_executor {
   unsigned n;
   /* Each array has n entries, allocated by hlb_executor_create: no fixed limit on PUs. */
@@ -34,6 +53,23 @@ struct hlb_executor {
   unsigned *cores_given; /* cpu PU: cores it got back from released PUs */
   hlb__exec_memo *memo;  /* per codelet: the samples of this executor's runs */
   unsigned n_memo;
+  /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging. */
+  hlb__kept **kept;
+  unsigned *n_kept;
+  hlb__stage *stage;
 };
+
+/* exec/session.c. Prepare codelet cl on PU i for a run: the kept kernel when its source is
+ * the same, else a new build (replacing the kept one of that name); the shared buffers copied
+ * into the kept device buffers (every run: their contents may have changed). Fills shared[]
+ * with the pointers the kernel gets, *kernel with the backend's handle, and st's setup parts
+ * (setup_s, build_s, upload_s, kernel_builds). HLB_E* naming the PU and the problem. */
+int hlb__session_prepare(hlb_executor *ex, unsigned i, const hlb_codelet *cl,
+                         const void *shared[HLB_EXEC_MAX_SHARED], void **kernel,
+                         hlb_exec_pu_stats *st);
+/* Kernels the session holds over all PUs. */
+unsigned hlb__session_kernels(const hlb_executor *ex);
+/* Release every kept kernel, shared copy and staging buffer (hlb_executor_destroy). */
+void hlb__session_free(hlb_executor *ex);
 
 #endif

@@ -155,9 +155,12 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
     ex->released = calloc(n, sizeof *ex->released);
     ex->release_reason = calloc(n, sizeof *ex->release_reason);
     ex->cores_given = calloc(n, sizeof *ex->cores_given);
+    ex->kept = calloc(n, sizeof *ex->kept);
+    ex->n_kept = calloc(n, sizeof *ex->n_kept);
+    ex->stage = calloc(n, sizeof *ex->stage);
   }
-  if (!ex || !ex->pu || !ex->ops || !ex->dev || !ex->rate || !ex->released ||
-      !ex->release_reason || !ex->cores_given) {
+  if (!ex || !ex->pu || !ex->ops || !ex->dev || !ex->rate || !ex->released || !ex->release_reason ||
+      !ex->cores_given || !ex->kept || !ex->n_kept || !ex->stage) {
     hlb_executor_destroy(ex);
     return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory for %u PUs", n);
   }
@@ -184,6 +187,8 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
 
 void hlb_executor_destroy(hlb_executor *ex) {
   if (!ex) return;
+  /* The session's kernels and buffers live in the devices: released before they close. */
+  hlb__session_free(ex);
   for (unsigned i = 0; i < ex->n; i++)
     ex->ops[i]->close(ex->dev[i]);
   free(ex->pu);

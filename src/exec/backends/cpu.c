@@ -102,6 +102,12 @@ static int cpu_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
   return cl->cpu(call);
 }
 
+/* Nothing is built for the cpu: the kernel is a function of the program. */
+static int cpu_launch(void *dev, void *kernel, const hlb_codelet *cl, hlb_exec_call *call) {
+  (void)kernel;
+  return cpu_run(dev, cl, call);
+}
+
 static void cpu_set_cores(void *dev, unsigned cores) {
   __atomic_store_n(&((cpu_dev *)dev)->cores, cores, __ATOMIC_RELAXED);
 }
@@ -116,6 +122,7 @@ const hlb__backend_ops hlb__backend_cpu = {
     .devices = cpu_devices,
     .open = cpu_open,
     .close = cpu_close,
+    .launch = cpu_launch,
     .prepare = cpu_prepare,
     .unprepare = cpu_unprepare,
     .alloc = cpu_alloc,

@@ -105,6 +105,8 @@ static void cu_release(void *dev, void *buf) {
 static int cu_to_device(void *dev, void *dst, const void *src, size_t bytes) {
   cuda_dev *d = (cuda_dev *)dev;
   if (bytes == 0) return 0;
+  /* The session copies shared buffers from the caller's thread, not the driver's. */
+  cudaSetDevice(d->id);
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
   return e == cudaSuccess ? 0 : fail(d, "copy to the device", e);
@@ -113,6 +115,8 @@ static int cu_to_device(void *dev, void *dst, const void *src, size_t bytes) {
 static int cu_to_host(void *dev, void *dst, const void *src, size_t bytes) {
   cuda_dev *d = (cuda_dev *)dev;
   if (bytes == 0) return 0;
+  /* The session copies shared buffers from the caller's thread, not the driver's. */
+  cudaSetDevice(d->id);
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
   return e == cudaSuccess ? 0 : fail(d, "copy to the host", e);
@@ -130,6 +134,13 @@ static int cu_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
   return e == cudaSuccess ? 0 : fail(d, "kernel", e);
 }
 
+/* Nothing is built for CUDA: the launcher and its kernel were compiled by nvcc with the
+ * application. */
+static int cu_launch(void *dev, void *kernel, const hlb_codelet *cl, hlb_exec_call *call) {
+  (void)kernel;
+  return cu_run(dev, cl, call);
+}
+
 static int cu_has_kernel(const hlb_codelet *cl) {
   return cl->cuda != NULL;
 }
@@ -140,6 +151,7 @@ const hlb__backend_ops hlb__backend_cuda = {
     .devices = cu_devices,
     .open = cu_open,
     .close = cu_close,
+    .launch = cu_launch,
     .prepare = cu_prepare,
     .unprepare = cu_unprepare,
     .alloc = cu_alloc,

@@ -1,7 +1,8 @@
 /* The opencl backend: any OpenCL device, numbered across all platforms in platform order.
  * PoCL's CPU device runs in CI, so a second device kind is exercised without a GPU.
- * Programs are built once per run (prepare); each block gets device buffers, a blocking
- * write, the kernel (waited with clFinish) and a blocking read, timed by the core. */
+ * A codelet's program and kernel are built once (build) and kept by the caller, the session,
+ * for as long as it lives; each block gets device buffers, a blocking write, the kernel
+ * (waited with clFinish) and a blocking read, timed by the core. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
@@ -32,18 +33,23 @@ static unsigned cl_devices(void) {
   return cl_list(ids, CL_MAX_DEVICES);
 }
 
+/* A built kernel: what build() gives the session to keep. */
+typedef struct cl_kern {
+  cl_program prog;
+  cl_kernel kern;
+  size_t local; /* work-group size used for every launch */
+} cl_kern;
+
 typedef struct cl_dev {
   cl_device_id id;
   cl_device_id sub; /* the sub-device made by fission(), released at close; or NULL */
   cl_context ctx;
   cl_command_queue q;
-  cl_program prog;
-  cl_kernel kern;
+  /* prepare()/run(), one codelet at a time: its kernel, the source text and kernel name it
+   * was built from (copies), and its shared buffers. */
+  cl_kern *one;
+  char *one_src, *one_name;
   cl_mem shared[HLB_EXEC_MAX_SHARED];
-  size_t local;          /* work-group size used for every launch */
-  const char *built_src; /* the source and kernel of prog/kern, to reuse them */
-  int warm;              /* kern has run its warm-up launch */
-  char built_kernel[64];
   char name[32];
 } cl_dev;
 
@@ -111,18 +117,24 @@ static int cl_open(hlb_exec_pu *pu, void **out) {
   return 0;
 }
 
-static void drop_program(cl_dev *d) {
-  if (d->kern) clReleaseKernel(d->kern);
-  if (d->prog) clReleaseProgram(d->prog);
-  d->kern = NULL;
-  d->prog = NULL;
-  d->built_src = NULL;
-  d->built_kernel[0] = '\0';
-  d->warm = 0;
+static void cl_unbuild(void *dev, void *kernel) {
+  (void)dev;
+  cl_kern *k = kernel;
+  if (!k) return;
+  if (k->kern) clReleaseKernel(k->kern);
+  if (k->prog) clReleaseProgram(k->prog);
+  free(k);
 }
 
-/* The program stays built between runs (an iterative code runs the same codelet again);
- * only the shared buffers, whose contents change, are dropped. */
+static void drop_one(cl_dev *d) {
+  cl_unbuild(d, d->one);
+  free(d->one_src);
+  free(d->one_name);
+  d->one = NULL;
+  d->one_src = d->one_name = NULL;
+}
+
+/* prepare()'s shared buffers are dropped after each run; the kernel stays for the next. */
 static void cl_unprepare(void *dev) {
   cl_dev *d = dev;
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++) {
@@ -134,56 +146,29 @@ static void cl_unprepare(void *dev) {
 static void cl_close(void *dev) {
   cl_dev *d = dev;
   cl_unprepare(d);
-  drop_program(d);
+  drop_one(d);
   clReleaseCommandQueue(d->q);
   clReleaseContext(d->ctx);
   if (d->sub) clReleaseDevice(d->sub);
   free(d);
 }
 
-static int cl_build(cl_dev *d, const hlb_codelet *cl) {
-  /* The same source text (by address) and kernel as the last run: already built. */
-  if (d->kern && d->built_src == cl->opencl_source && cl->opencl_kernel &&
-      !strcmp(d->built_kernel, cl->opencl_kernel))
-    return 0;
-  drop_program(d);
-  cl_int err;
-  const char *src = cl->opencl_source;
-  d->prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
-  if (err != CL_SUCCESS)
-    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': clCreateProgramWithSource: %d", d->name,
-                      cl->name, (int)err);
-  err = clBuildProgram(d->prog, 1, &d->id, "", NULL, NULL);
-  if (err != CL_SUCCESS) {
-    char log[2048] = "";
-    clGetProgramBuildInfo(d->prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': OpenCL build failed: %.1500s", d->name,
-                      cl->name, log);
-  }
-  d->kern = clCreateKernel(d->prog, cl->opencl_kernel, &err);
-  if (err != CL_SUCCESS)
-    return hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': no kernel '%s' (error %d)", d->name,
-                      cl->name, cl->opencl_kernel ? cl->opencl_kernel : "(null)", (int)err);
-  d->built_src = cl->opencl_source;
-  snprintf(d->built_kernel, sizeof d->built_kernel, "%s", cl->opencl_kernel);
-  return 0;
-}
-
-static int set_args(cl_dev *d, const hlb_exec_call *call);
+static int set_args(cl_kern *k, const hlb_exec_call *call);
 
 /* Launch the kernel once on an empty block (count 0: every work item returns at once), so
  * the device's lazy compilation happens in setup, not in the first timed block. */
-static int cl_warm_up(cl_dev *d, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED]) {
+static int cl_warm_up(cl_dev *d, cl_kern *k, const hlb_codelet *cl,
+                      const void *shared[HLB_EXEC_MAX_SHARED]) {
   size_t wg = 0;
-  clGetKernelWorkGroupInfo(d->kern, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-  d->local = wg && wg < HLB_OPENCL_LOCAL ? wg : HLB_OPENCL_LOCAL;
+  clGetKernelWorkGroupInfo(k->kern, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  k->local = wg && wg < HLB_OPENCL_LOCAL ? wg : HLB_OPENCL_LOCAL;
   hlb_exec_call call = {0};
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
     call.shared[i] = shared[i];
-  size_t global = d->local;
-  cl_int err = set_args(d, &call) ? CL_INVALID_KERNEL_ARGS : CL_SUCCESS;
+  size_t global = k->local;
+  cl_int err = set_args(k, &call) ? CL_INVALID_KERNEL_ARGS : CL_SUCCESS;
   if (err == CL_SUCCESS)
-    err = clEnqueueNDRangeKernel(d->q, d->kern, 1, NULL, &global, &d->local, 0, NULL, NULL);
+    err = clEnqueueNDRangeKernel(d->q, k->kern, 1, NULL, &global, &k->local, 0, NULL, NULL);
   if (err == CL_SUCCESS) err = clFinish(d->q);
   if (err != CL_SUCCESS)
     return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' failed its empty warm-up launch (%d)",
@@ -191,29 +176,108 @@ static int cl_warm_up(cl_dev *d, const hlb_codelet *cl, const void *shared[HLB_E
   return 0;
 }
 
+/* Program, kernel, work-group size and warm-up launch of the codelet on this device. */
+static int cl_build(void *dev, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED],
+                    void **out) {
+  cl_dev *d = dev;
+  *out = NULL;
+  cl_kern *k = calloc(1, sizeof *k);
+  if (!k) return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", d->name);
+  cl_int err;
+  const char *src = cl->opencl_source;
+  int rc = 0;
+  k->prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
+  if (err != CL_SUCCESS) {
+    k->prog = NULL;
+    rc = hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': clCreateProgramWithSource: %d", d->name,
+                    cl->name, (int)err);
+  }
+  if (rc == 0 && (err = clBuildProgram(k->prog, 1, &d->id, "", NULL, NULL)) != CL_SUCCESS) {
+    char log[2048] = "";
+    clGetProgramBuildInfo(k->prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    rc = hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': OpenCL build failed: %.1500s", d->name,
+                    cl->name, log);
+  }
+  if (rc == 0) {
+    k->kern = clCreateKernel(k->prog, cl->opencl_kernel, &err);
+    if (err != CL_SUCCESS) {
+      k->kern = NULL;
+      rc = hlb__error(HLB_EDEVICE, "pu '%s': codelet '%s': no kernel '%s' (error %d)", d->name,
+                      cl->name, cl->opencl_kernel ? cl->opencl_kernel : "(null)", (int)err);
+    }
+  }
+  if (rc == 0) rc = cl_warm_up(d, k, cl, shared);
+  if (rc) {
+    cl_unbuild(d, k);
+    return rc;
+  }
+  *out = k;
+  return 0;
+}
+
+static int cl_launch(void *dev, void *kernel, const hlb_codelet *cl, hlb_exec_call *call) {
+  cl_dev *d = dev;
+  cl_kern *k = kernel;
+  if (!k)
+    return hlb__error(HLB_ESTATE, "pu '%s': kernel '%s' launched before it was built", d->name,
+                      cl->opencl_kernel);
+  if (set_args(k, call))
+    return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s': setting arguments failed", d->name,
+                      cl->opencl_kernel);
+  size_t per = cl->opencl_work_per_item ? cl->opencl_work_per_item : 1;
+  /* Rounded up to whole work groups: kernels return for ids past count * per. */
+  size_t global = (call->count * per + k->local - 1) / k->local * k->local;
+  call->queue = d->q;
+  cl_int err = clEnqueueNDRangeKernel(d->q, k->kern, 1, NULL, &global, &k->local, 0, NULL, NULL);
+  if (err == CL_SUCCESS) err = clFinish(d->q);
+  if (err != CL_SUCCESS)
+    return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' on items [%zu, +%zu) failed (error %d)",
+                      d->name, cl->opencl_kernel, call->begin, call->count, (int)err);
+  return 0;
+}
+
+/* One codelet at a time: its kernel is kept while the same source text and kernel name come
+ * back (compared by content: a source changed in place is built again). */
 static int cl_prepare(void *dev, const hlb_codelet *cl, const void *shared[HLB_EXEC_MAX_SHARED]) {
   cl_dev *d = dev;
-  int rc = cl_build(d, cl);
+  int rc = 0;
   for (unsigned i = 0; rc == 0 && i < HLB_EXEC_MAX_SHARED; i++) {
     shared[i] = NULL;
     if (i >= cl->n_shared || cl->shared[i].bytes == 0) continue;
     cl_int err;
     d->shared[i] = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                                   cl->shared[i].bytes, (void *)cl->shared[i].host, &err);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
+      d->shared[i] = NULL;
       rc = hlb__error(HLB_EDEVICE, "pu '%s': shared buffer %u (%zu bytes): error %d", d->name, i,
                       cl->shared[i].bytes, (int)err);
+    }
     shared[i] = d->shared[i];
   }
-  if (rc == 0 && !d->warm) rc = cl_warm_up(d, cl, shared);
-  d->warm = rc == 0;
+  int same = d->one && cl->opencl_source && cl->opencl_kernel &&
+             !strcmp(d->one_src, cl->opencl_source) && !strcmp(d->one_name, cl->opencl_kernel);
+  if (rc == 0 && !same) {
+    drop_one(d);
+    void *k = NULL;
+    rc = cl_build(d, cl, shared, &k);
+    if (rc == 0) {
+      d->one = k;
+      d->one_src = strdup(cl->opencl_source);
+      d->one_name = strdup(cl->opencl_kernel);
+      if (!d->one_src || !d->one_name) {
+        drop_one(d);
+        rc = hlb__error(HLB_ENOMEM, "pu '%s': out of memory", d->name);
+      }
+    }
+  }
   if (rc == 0 && clFinish(d->q) != CL_SUCCESS)
     rc = hlb__error(HLB_EDEVICE, "pu '%s': clFinish failed after setup", d->name);
-  if (rc != 0) {
-    cl_unprepare(d);
-    drop_program(d);
-  }
+  if (rc != 0) cl_unprepare(d);
   return rc;
+}
+
+static int cl_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
+  return cl_launch(dev, ((cl_dev *)dev)->one, cl, call);
 }
 
 static int cl_alloc(void *dev, size_t bytes, void **buf) {
@@ -254,37 +318,49 @@ static int cl_to_host(void *dev, void *dst, const void *src, size_t bytes) {
                                         d->name, bytes, (int)err);
 }
 
-static int set_args(cl_dev *d, const hlb_exec_call *call) {
+/* Shared buffers below this size are made anew each run with CL_MEM_COPY_HOST_PTR, larger
+ * ones written into the kept buffer. Measured on PoCL (docs/benchmarks.md, "The executor as a
+ * session"): a blocking write goes through the queue to PoCL's worker thread, 25-70 us even
+ * for 272 bytes and milliseconds on a loaded machine, while creating a buffer from host memory
+ * copies in the calling thread (0.8 us at 272 bytes, 24 us at 1 MiB); at 32 MiB the fresh
+ * allocation's page faults make the creation 4x the write. */
+#define HLB_OPENCL_UPLOAD_KEEP (1u << 20)
+
+static int cl_upload(void *dev, void **buf, size_t *cap, const void *host, size_t bytes) {
+  cl_dev *d = dev;
+  cl_int err;
+  if (bytes >= HLB_OPENCL_UPLOAD_KEEP && *buf && *cap >= bytes) {
+    err = clEnqueueWriteBuffer(d->q, (cl_mem)*buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+  } else {
+    if (*buf) clReleaseMemObject((cl_mem)*buf);
+    *buf = NULL;
+    *cap = 0;
+    cl_mem m =
+        clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, (void *)host, &err);
+    if (err == CL_SUCCESS) {
+      *buf = m;
+      *cap = bytes;
+    }
+  }
+  return err == CL_SUCCESS ? 0
+                           : hlb__error(HLB_EDEVICE, "pu '%s': copy of %zu bytes failed (error %d)",
+                                        d->name, bytes, (int)err);
+}
+
+static int set_args(cl_kern *k, const hlb_exec_call *call) {
   cl_ulong begin = call->begin, count = call->count;
   cl_mem args[2 + HLB_EXEC_MAX_SHARED] = {(cl_mem)(void *)call->in, (cl_mem)call->out};
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
     args[2 + i] = (cl_mem)(void *)call->shared[i];
   cl_int err = CL_SUCCESS;
   /* A NULL cl_mem value passes a NULL pointer to the kernel (clSetKernelArg). */
-  err |= clSetKernelArg(d->kern, 0, sizeof(cl_mem), args[0] ? &args[0] : NULL);
-  err |= clSetKernelArg(d->kern, 1, sizeof(cl_mem), args[1] ? &args[1] : NULL);
-  err |= clSetKernelArg(d->kern, 2, sizeof begin, &begin);
-  err |= clSetKernelArg(d->kern, 3, sizeof count, &count);
+  err |= clSetKernelArg(k->kern, 0, sizeof(cl_mem), args[0] ? &args[0] : NULL);
+  err |= clSetKernelArg(k->kern, 1, sizeof(cl_mem), args[1] ? &args[1] : NULL);
+  err |= clSetKernelArg(k->kern, 2, sizeof begin, &begin);
+  err |= clSetKernelArg(k->kern, 3, sizeof count, &count);
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
-    err |= clSetKernelArg(d->kern, 4 + i, sizeof(cl_mem), args[2 + i] ? &args[2 + i] : NULL);
+    err |= clSetKernelArg(k->kern, 4 + i, sizeof(cl_mem), args[2 + i] ? &args[2 + i] : NULL);
   return err == CL_SUCCESS ? 0 : -1;
-}
-
-static int cl_run(void *dev, const hlb_codelet *cl, hlb_exec_call *call) {
-  cl_dev *d = dev;
-  if (set_args(d, call))
-    return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s': setting arguments failed", d->name,
-                      cl->opencl_kernel);
-  size_t per = cl->opencl_work_per_item ? cl->opencl_work_per_item : 1;
-  /* Rounded up to whole work groups: kernels return for ids past count * per. */
-  size_t global = (call->count * per + d->local - 1) / d->local * d->local;
-  call->queue = d->q;
-  cl_int err = clEnqueueNDRangeKernel(d->q, d->kern, 1, NULL, &global, &d->local, 0, NULL, NULL);
-  if (err == CL_SUCCESS) err = clFinish(d->q);
-  if (err != CL_SUCCESS)
-    return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' on items [%zu, +%zu) failed (error %d)",
-                      d->name, cl->opencl_kernel, call->begin, call->count, (int)err);
-  return 0;
 }
 
 static int cl_has_kernel(const hlb_codelet *cl) {
@@ -297,6 +373,10 @@ const hlb__backend_ops hlb__backend_opencl = {
     .devices = cl_devices,
     .open = cl_open,
     .close = cl_close,
+    .build = cl_build,
+    .unbuild = cl_unbuild,
+    .launch = cl_launch,
+    .upload = cl_upload,
     .prepare = cl_prepare,
     .unprepare = cl_unprepare,
     .alloc = cl_alloc,

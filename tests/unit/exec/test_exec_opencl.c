@@ -175,7 +175,233 @@ static void test_bad_kernel_beside_cpu(void **st) {
   hlb_executor_destroy(ex);
 }
 
-static void run_stats(const char *spec, double cl_throttle, double cpu_throttle, int heavy,
+/* ---- the executor as a session: kernels kept, rebuilt on a changed source ---------------- */
+
+/* out[i] = in[i] * s0[0] + 2 (begin + i): another program for the same codelet. */
+static const char src_twice[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "kernel void k(global const uchar *in, global uchar *out, ulong begin, ulong count,\n"
+    "  global const uchar *s0, global const uchar *s1, global const uchar *s2,\n"
+    "  global const uchar *s3) {\n"
+    "  ulong i = get_global_id(0);\n"
+    "  if (i >= count) return;\n"
+    "  ((global double *)out)[i] = ((global const double *)in)[i] *\n"
+    "      ((global const double *)s0)[0] + 2.0 * (double)(begin + i);\n"
+    "}\n";
+
+static int cpu_twice(const hlb_exec_call *c) {
+  const double *x = c->in, *s = c->shared[0];
+  double *y = c->out;
+  for (size_t i = 0; i < c->count; i++)
+    y[i] = x[i] * s[0] + 2.0 * (double)(c->begin + i);
+  return 0;
+}
+
+/* out[i] == in[i] * a + b * i for every item, each written by this run (out reset before). */
+static void check_affine(double a, double b) {
+  for (size_t i = 0; i < N; i++)
+    if (out[i] != in[i] * a + b * (double)i)
+      fail_msg("out[%zu] = %g, expected %g", i, out[i], in[i] * a + b * (double)i);
+}
+
+/* Run cl over N items (out reset first); every item processed once (the items of the stats
+ * add up, the executor checked exactly-once), the stats kept in *s. */
+static void session_run(hlb_executor *ex, const hlb_codelet *cl, const char *policy,
+                        hlb_exec_stats *s) {
+  for (size_t i = 0; i < N; i++)
+    out[i] = -1;
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = policy;
+  o.keep_weak_devices = 1;
+  hlb_exec_stats_clear(s);
+  if (hlb_executor_run(ex, cl, N, &o, s)) fail_msg("%s: %s", cl->name, hlb_last_error());
+  size_t items = 0;
+  for (unsigned i = 0; i < s->n_pus; i++)
+    items += s->per_pu[i].items;
+  assert_int_equal(items, N);
+  assert_true(s->setup_s >= 0 && s->wrapup_s >= 0);
+}
+
+static hlb_executor *open_spec(const char *spec) {
+  hlb_exec_pu pus[4];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus(spec, pus, 4, &n), 0);
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s: %s", spec, hlb_last_error());
+  return ex;
+}
+
+/* The second run of a codelet uses the kernel the first built, and the shared buffer's new
+ * contents: the centroids of a k-means pass change every pass. */
+static void test_session_keeps_kernel(void **st) {
+  (void)st;
+  hlb_executor *ex = open_spec("opencl:0");
+  hlb_codelet cl = codelet();
+  hlb_exec_stats s = {0};
+  session_run(ex, &cl, "greedy", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 1);
+  assert_true(s.per_pu[0].build_s > 0);
+  assert_true(s.per_pu[0].setup_s >= s.per_pu[0].build_s);
+  assert_int_equal(s.kept_kernels, 1);
+  for (int pass = 0; pass < 3; pass++) {
+    scale[0] = 5.0 + pass;
+    session_run(ex, &cl, "greedy", &s);
+    check_affine(5.0 + pass, 1.0);
+    assert_int_equal(s.per_pu[0].kernel_builds, 0);
+    assert_true(s.per_pu[0].build_s < s.per_pu[0].setup_s + 1e-12);
+    assert_int_equal(s.kept_kernels, 1);
+  }
+  scale[0] = 3.0;
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
+/* A source changed in place (same address, other text) is built again and replaces the kept
+ * kernel of that codelet; a codelet of another name keeps its own, so alternating two does not
+ * rebuild either. */
+static void test_session_changed_source(void **st) {
+  (void)st;
+  static char text[sizeof src > sizeof src_twice ? sizeof src : sizeof src_twice];
+  hlb_executor *ex = open_spec("opencl:0");
+  hlb_codelet cl = codelet();
+  memcpy(text, src, sizeof src);
+  cl.opencl_source = text;
+  hlb_exec_stats s = {0};
+  session_run(ex, &cl, "greedy", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 1);
+  memcpy(text, src_twice, sizeof src_twice);
+  cl.cpu = cpu_twice;
+  session_run(ex, &cl, "greedy", &s);
+  check_affine(3.0, 2.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 1);
+  assert_int_equal(s.kept_kernels, 1);
+  session_run(ex, &cl, "greedy", &s);
+  check_affine(3.0, 2.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 0);
+  /* Another codelet beside it: its own kernel, and no rebuild of either when they alternate. */
+  hlb_codelet other = codelet();
+  other.name = "affine-other";
+  session_run(ex, &other, "greedy", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 1);
+  assert_int_equal(s.kept_kernels, 2);
+  session_run(ex, &cl, "greedy", &s);
+  check_affine(3.0, 2.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 0);
+  session_run(ex, &other, "greedy", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 0);
+  /* Another kernel name in the same source is another kernel. */
+  other.opencl_kernel = "heavy";
+  other.cpu = cpu_heavy;
+  session_run(ex, &other, "greedy", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 1);
+  assert_int_equal(s.kept_kernels, 2);
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
+/* A shared buffer of 2 MiB (written into the kept device buffer, not made anew: the OpenCL
+ * backend's path for large buffers): out[i] = s0[(begin + i) % BIG], its new contents used in
+ * every run. */
+#define BIG (1u << 18)
+static const char src_big[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "kernel void k(global const uchar *in, global uchar *out, ulong begin, ulong count,\n"
+    "  global const uchar *s0, global const uchar *s1, global const uchar *s2,\n"
+    "  global const uchar *s3) {\n"
+    "  ulong i = get_global_id(0);\n"
+    "  if (i >= count) return;\n"
+    "  ((global double *)out)[i] = ((global const double *)s0)[(begin + i) % 262144];\n"
+    "}\n";
+
+static int cpu_big(const hlb_exec_call *c) {
+  const double *s = c->shared[0];
+  double *y = c->out;
+  for (size_t i = 0; i < c->count; i++)
+    y[i] = s[(c->begin + i) % BIG];
+  return 0;
+}
+
+static void test_session_big_shared(void **st) {
+  (void)st;
+  static double big[BIG];
+  hlb_executor *ex = open_spec("opencl:0");
+  hlb_codelet cl = codelet();
+  cl.name = "big-shared";
+  cl.opencl_source = src_big;
+  cl.cpu = cpu_big;
+  cl.shared[0] = (hlb_exec_buffer){big, sizeof big};
+  hlb_exec_stats s = {0};
+  for (int pass = 0; pass < 3; pass++) {
+    for (size_t i = 0; i < BIG; i++)
+      big[i] = (double)i * (pass + 1) + 0.25;
+    session_run(ex, &cl, "greedy", &s);
+    assert_int_equal(s.per_pu[0].kernel_builds, pass == 0);
+    for (size_t i = 0; i < N; i++)
+      if (out[i] != big[i % BIG])
+        fail_msg("pass %d: out[%zu] = %g, expected %g", pass, i, out[i], big[i % BIG]);
+  }
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
+/* A kept kernel whose source becomes one that does not build: the PU is left out with the
+ * compiler's reason (alone: the run fails naming it; beside a cpu PU: the cpu does every item);
+ * the good source again is built again and the device does the work. */
+static void test_session_bad_source_later(void **st) {
+  (void)st;
+  static const char bad[] = "kernel void k(this is not OpenCL) {}";
+  hlb_executor *ex = open_spec("opencl:0");
+  hlb_codelet cl = codelet();
+  hlb_exec_stats s = {0};
+  session_run(ex, &cl, "greedy", &s);
+  assert_int_equal(s.per_pu[0].kernel_builds, 1);
+  cl.opencl_source = bad;
+  assert_int_equal(hlb_executor_run(ex, &cl, N, NULL, NULL), HLB_EDEVICE);
+  assert_non_null(strstr(hlb_last_error(), "build failed"));
+  cl.opencl_source = src;
+  session_run(ex, &cl, "greedy", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 1);
+  assert_int_equal(s.per_pu[0].items, N);
+  session_run(ex, &cl, "greedy", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 0);
+  hlb_executor_destroy(ex);
+
+  ex = open_spec("cpu:1,opencl:0");
+  session_run(ex, &cl, "hlb", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[0].kernel_builds, 0); /* the cpu builds nothing */
+  assert_int_equal(s.per_pu[1].kernel_builds, 1);
+  assert_int_equal(s.kept_kernels, 1);
+  cl.opencl_source = bad;
+  session_run(ex, &cl, "hlb", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[1].kernel_builds, 1);
+  assert_int_equal(s.per_pu[1].retired, 1);
+  assert_int_equal(s.per_pu[1].items, 0);
+  assert_non_null(strstr(s.per_pu[1].failure, "build failed"));
+  assert_int_equal(s.per_pu[0].items, N);
+  assert_int_equal(s.kept_kernels, 0);
+  cl.opencl_source = src;
+  session_run(ex, &cl, "hlb", &s);
+  check_affine(3.0, 1.0);
+  assert_int_equal(s.per_pu[1].kernel_builds, 1);
+  assert_int_equal(s.per_pu[1].retired, 0);
+  assert_string_equal(s.per_pu[1].failure, "");
+  assert_int_equal(s.kept_kernels, 1);
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+}
+
+/* The heavy kernel on `spec` (two PUs) under greedy with `params`, PUs throttled as given. */
+static void run_stats(const char *spec, double cl_throttle, double cpu_throttle, const char *params,
                       hlb_exec_stats *s) {
   hlb_exec_pu pus[2];
   unsigned n = 0;
@@ -186,14 +412,12 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s: %s", spec, hlb_last_error());
   hlb_codelet cl = codelet();
-  if (heavy) {
-    cl.cpu = cpu_heavy;
-    cl.opencl_kernel = "heavy";
-  }
+  cl.cpu = cpu_heavy;
+  cl.opencl_kernel = "heavy";
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
-  o.params = heavy ? "chunk=5" : "chunk=50";
+  o.params = params;
   if (hlb_executor_run(ex, &cl, N, &o, s)) fail_msg("%s: %s", spec, hlb_last_error());
   check();
   assert_int_equal(s->per_pu[0].items + s->per_pu[1].items, N);
@@ -209,7 +433,7 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
 static void test_judged_devices(void **st) {
   (void)st;
   hlb_exec_stats s = {0};
-  run_stats("cpu,opencl:0", 200, 1, 1, &s);
+  run_stats("cpu,opencl:0", 200, 1, "chunk=5", &s);
   if (s.pu[1].cores == 0) { /* not a CPU-type device: it holds no core, nothing to judge */
     hlb_exec_stats_clear(&s);
     return;
@@ -220,13 +444,15 @@ static void test_judged_devices(void **st) {
   assert_int_equal(s.per_pu[0].cores_given, 1);
   hlb_exec_stats_clear(&s);
 
-  run_stats("cpu,opencl:0", 1, 200, 1, &s);
+  /* One-item blocks: the device's thousands of blocks outlast the cpu PU's first two (5 ms
+   * each), so it is judged even when the machine is busy. */
+  run_stats("cpu,opencl:0", 1, 200, "chunk=1", &s);
   assert_int_equal(s.per_pu[1].released, 0);
   assert_non_null(strstr(s.per_pu[1].release_reason, "kept: "));
   assert_int_equal(s.per_pu[0].cores_given, 0);
   hlb_exec_stats_clear(&s);
 
-  run_stats("cpu:1,opencl:0", 200, 1, 1, &s);
+  run_stats("cpu:1,opencl:0", 200, 1, "chunk=5", &s);
   assert_int_equal(s.per_pu[1].released, 0);
   assert_string_equal(s.per_pu[1].release_reason, "");
   hlb_exec_stats_clear(&s);
@@ -244,6 +470,10 @@ int main(void) {
       cmocka_unit_test(test_bad_kernel),
       cmocka_unit_test(test_bad_kernel_beside_cpu),
       cmocka_unit_test(test_judged_devices),
+      cmocka_unit_test(test_session_keeps_kernel),
+      cmocka_unit_test(test_session_changed_source),
+      cmocka_unit_test(test_session_bad_source_later),
+      cmocka_unit_test(test_session_big_shared),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
