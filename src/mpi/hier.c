@@ -893,9 +893,11 @@ static int m_start(hx *h, const hlb_codelet *cl, const hx_params *p, const unsig
   m_free_add(h, 0, p->n_items);
   if (!links) return 0;
   int rc = hlb_cluster_load(links, &m->links);
-  if (rc)
-    return hlb__error(rc, "hlb_mpi_run_hier: links file '%s' (HLB_MPI_LINKS / --links): %s", links,
-                      hlb_last_error());
+  if (rc) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", hlb_last_error());
+    return hlb__error(rc, "hlb_mpi_run_hier: links file (HLB_MPI_LINKS / --links): %s", why);
+  }
   return 0;
 }
 
