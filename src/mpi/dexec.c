@@ -42,13 +42,18 @@ static void sleep_s(double s) {
 /* An MPI call failed: a peer is gone or the library is broken. With Open MPI (no ULFM) the
  * job cannot recover, and returning would leave the other ranks waiting for this one, so
  * say which rank saw what and take the job down. */
+/* Rank r of x->comm as the job knows it: the world rank in the hierarchical mode. */
+static int wr(const dx *x, int r) {
+  return x->wrank && r >= 0 && r < x->size ? x->wrank[r] : r;
+}
+
 void hlb__dx_mpi_check(const dx *x, int mrc, const char *what, int peer) {
   if (mrc == MPI_SUCCESS) return;
   char s[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(mrc, s, &len);
-  fprintf(stderr, "hlb_mpi_run: rank %d: %s (peer rank %d) failed: %s; aborting the job\n", x->rank,
-          what, peer, s);
+  fprintf(stderr, "hlb_mpi_run: rank %d: %s (peer rank %d) failed: %s; aborting the job\n",
+          wr(x, x->rank), what, wr(x, peer), s);
   fflush(stderr);
   MPI_Abort(x->comm, 1);
   abort(); /* MPI_Abort does not return; never go on with a broken communicator */
@@ -93,7 +98,7 @@ static int run_block(dx_pu *d, const hlb_block *blk, const void *in, void *out, 
     rc = hlb__error(HLB_EDEVICE,
                     "rank %d pu '%s' (global %u): injected failure of its block %u (items "
                     "[%zu, +%zu))",
-                    x->rank, d->pu.name, d->g, d->started, blk->begin, blk->count);
+                    wr(x, x->rank), d->pu.name, d->g, d->started, blk->begin, blk->count);
   if (rc == 0) rc = d->ops->run(d->dev, &x->cl, &call);
   double t_c = hlb__now();
   if (rc == 0 && out_b && !d->ops->host_memory)
@@ -567,9 +572,9 @@ static void check_silent(dx *x) {
     double silent = now - x->heard[r];
     if (x->byes_of[r] >= x->pus_of[r] || silent <= x->timeout_s) continue;
     fprintf(stderr,
-            "hlb_mpi_run: rank 0: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while "
+            "hlb_mpi_run: rank %d: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while "
             "%u of its PUs were working: it is stopped, hung or unreachable; aborting the job\n",
-            r, silent, x->timeout_s, x->pus_of[r] - x->byes_of[r]);
+            wr(x, 0), wr(x, r), silent, x->timeout_s, x->pus_of[r] - x->byes_of[r]);
     fflush(stderr);
     MPI_Abort(x->comm, 1);
   }
@@ -784,9 +789,9 @@ static void check_rank0(dx *x, int working) {
   double silent = hlb__now() - x->heard0;
   if (!working || silent <= x->timeout_s) return;
   fprintf(stderr,
-          "hlb_mpi_run: rank %d: rank 0 sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while this "
-          "rank's PUs were working: it is stopped, hung or unreachable; aborting the job\n",
-          x->rank, silent, x->timeout_s);
+          "hlb_mpi_run: rank %d: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while "
+          "this rank's PUs were working: it is stopped, hung or unreachable; aborting the job\n",
+          wr(x, x->rank), wr(x, 0), silent, x->timeout_s);
   fflush(stderr);
   MPI_Abort(x->comm, 1);
 }
@@ -989,7 +994,8 @@ static void open_local(dx *x) {
       continue;
     }
     if (d->ops->open(&d->pu, &d->dev) != 0) {
-      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", x->rank, d->pu.name, hlb_last_error());
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", wr(x, x->rank), d->pu.name,
+               hlb_last_error());
       continue;
     }
     d->opened = 1;
@@ -1007,7 +1013,8 @@ static void prepare_local(dx *x) {
     }
     double t = hlb__now();
     if (d->ops->prepare(d->dev, &x->cl, d->shared) != 0) {
-      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", x->rank, d->pu.name, hlb_last_error());
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", wr(x, x->rank), d->pu.name,
+               hlb_last_error());
       continue;
     }
     d->setup_s += hlb__now() - t;

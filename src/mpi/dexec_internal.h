@@ -155,6 +155,7 @@ typedef struct dx {
    * did something); the loop ends only once `hook_over` is set as well. */
   size_t base;
   int more;
+  const int *wrank; /* world rank of each rank of comm, for messages; NULL: comm's own */
   int (*hook)(struct dx *x);
   void *hook_arg;
   int hook_over;

@@ -1112,6 +1112,7 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
   int verdict = rc;
   if (!rc) {
     h->x = x;
+    x->wrank = nwrank;
     if (h->leader) {
       x->io = &h->io;
       x->more = 1;
