@@ -125,16 +125,32 @@ static int run_block(dx_pu *d, const hlb_block *blk, const void *in, void *out, 
 static int bal_next(dx *x, unsigned g, hlb_block *blk) {
   if (!x->b) return x->more ? HLB_WAIT : HLB_DONE; /* no share yet */
   int rc = hlb_balancer_next(x->b, (unsigned)x->gbpu[g], rel_now(x), blk);
-  if (rc == HLB_GRANT) blk->begin += x->base;
+  if (rc == HLB_GRANT) {
+    blk->begin += x->base;
+    blk->id |= x->gen << DX_GEN_SHIFT;
+  }
   /* A share source may still deliver: wait for its next share (a done wakes the waiters). */
   if (rc == HLB_DONE && x->more && !x->st[g].retired) rc = HLB_WAIT;
   return rc;
 }
 
+/* The balancer that granted blk (the current share's, or the one still finishing its blocks),
+ * with blk moved back to its numbers. */
+static hlb_balancer *bal_of(dx *x, hlb_block *blk) {
+  uint64_t gen = blk->id >> DX_GEN_SHIFT;
+  blk->id &= ((uint64_t)1 << DX_GEN_SHIFT) - 1;
+  if (x->b_old && gen == x->gen_old) {
+    blk->begin -= x->base_old;
+    return x->b_old;
+  }
+  blk->begin -= x->base;
+  return x->b;
+}
+
 static int bal_fail(dx *x, unsigned g, const hlb_block *blk) {
   hlb_block b = *blk;
-  b.begin -= x->base;
-  return hlb_balancer_fail(x->b, (unsigned)x->gbpu[g], &b, rel_now(x));
+  hlb_balancer *bal = bal_of(x, &b);
+  return hlb_balancer_fail(bal, (unsigned)x->gbpu[g], &b, rel_now(x));
 }
 
 static void set_error_locked(dx *x, int code, const char *text) {
@@ -153,9 +169,8 @@ static void account_done_locked(dx *x, unsigned g, const hlb_sample *s, double t
 static void done_locked(dx *x, unsigned g, hlb_sample *s, double throttle_s) {
   s->end_s = rel_now(x);
   /* A rejected sample (HLB_ESAMPLE) still counts the block as processed. */
-  s->block.begin -= x->base;
-  int rc = hlb_balancer_done(x->b, (unsigned)x->gbpu[g], s);
-  s->block.begin += x->base;
+  hlb_sample mine = *s;
+  int rc = hlb_balancer_done(bal_of(x, &mine.block), (unsigned)x->gbpu[g], &mine);
   if (rc && rc != HLB_ESAMPLE) set_error_locked(x, rc, hlb_last_error());
   account_done_locked(x, g, s, throttle_s);
   x->changed = 1;
@@ -173,6 +188,7 @@ static void fail_locked(dx *x, unsigned g, const hlb_block *blk, const char *tex
 
 static void retire_locked(dx *x, unsigned g) {
   int rc = hlb_balancer_retire(x->b, (unsigned)x->gbpu[g]);
+  if (!rc && x->b_old) rc = hlb_balancer_retire(x->b_old, (unsigned)x->gbpu[g]);
   if (rc) set_error_locked(x, rc, hlb_last_error());
   x->st[g].retired = 1;
   x->changed = 1;
@@ -1306,6 +1322,7 @@ int hlb__dx_start(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
 void hlb__dx_end(dx *x) {
   if (!x) return;
   hlb_balancer_destroy(x->b);
+  hlb_balancer_destroy(x->b_old);
   release_local(x);
   free(x->fly);
   free(x->fly_rq);

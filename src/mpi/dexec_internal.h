@@ -30,6 +30,8 @@ enum { REP_GRANT = 1, REP_STOP, REP_ALIVE };
 #define DX_BEATS 4
 /* ... but at least one per second, so a stop shows within a second of the timeout. */
 #define DX_BEAT_MAX_S 1.0
+/* Block ids below 2^40 per share; the bits above hold the share's generation. */
+#define DX_GEN_SHIFT 40
 
 typedef struct req_msg {
   int32_t type, g, retire, pad;
@@ -155,6 +157,12 @@ typedef struct dx {
    * did something); the loop ends only once `hook_over` is set as well. */
   size_t base;
   int more;
+  /* A share's blocks carry its generation in their id's top bits (DX_GEN_SHIFT), so that the
+   * previous share's balancer (b_old, items from base_old) can finish its last blocks while the
+   * current one grants: a node does not idle at the end of every share. */
+  uint64_t gen, gen_old;
+  hlb_balancer *b_old;
+  size_t base_old;
   const int *wrank; /* world rank of each rank of comm, for messages; NULL: comm's own */
   int (*hook)(struct dx *x);
   void *hook_arg;

@@ -34,6 +34,7 @@
  * undone; the manager deals them to the other nodes. */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +135,15 @@ typedef struct hx {
   int wrank, wsize, lrank, n_nodes, leader;
   double timeout_s;
   dx *x;
-  hlb_codelet io; /* the leader's data: its current share (user = this struct) */
-  lshare cur, next;
+  hlb_codelet io; /* the leader's data: its shares (user = this struct) */
+  /* Installed shares: the current one (x->b grants from it) and the previous one while its
+   * last blocks finish (x->b_old); indices into slot, -1 for none. The slots' fields change
+   * under slot_mu, which pack and unpack take to find a block's share. `next` is the share
+   * received and not yet installed. */
+  lshare slot[2], next;
+  int cur, old;
+  pthread_mutex_t slot_mu;
+  double last_result; /* when the last share was returned (busy time without overlaps) */
   int asked, none, failed, bye_sent;
   double last_beat, heard;
   hx_sends sends;
@@ -541,15 +549,34 @@ static int m_verdict(hx *h) {
 
 /* ---- A node leader ---------------------------------------------------------------------- */
 
+/* The installed share holding item `begin` (a block in flight is in one). */
+static const lshare *share_of(hx *h, size_t begin) {
+  const lshare *found = NULL;
+  pthread_mutex_lock(&h->slot_mu);
+  for (int k = 0; k < 2; k++)
+    if (h->slot[k].valid && begin >= h->slot[k].begin &&
+        begin - h->slot[k].begin < h->slot[k].count)
+      found = &h->slot[k];
+  pthread_mutex_unlock(&h->slot_mu);
+  if (!found) {
+    fprintf(stderr, "hlb_mpi_run_hier: rank %d: item %zu is in no share of this node\n", h->wrank,
+            begin);
+    MPI_Abort(h->world, 1);
+  }
+  return found;
+}
+
 static void lead_pack(void *user, size_t begin, size_t count, void *dst) {
   hx *h = user;
-  memcpy(dst, (const char *)h->cur.in + (begin - h->cur.begin) * h->io.in_bytes_per_item,
+  const lshare *s = share_of(h, begin);
+  memcpy(dst, (const char *)s->in + (begin - s->begin) * h->io.in_bytes_per_item,
          count * h->io.in_bytes_per_item);
 }
 
 static void lead_unpack(void *user, size_t begin, size_t count, const void *src) {
   hx *h = user;
-  memcpy((char *)h->cur.out + (begin - h->cur.begin) * h->io.out_bytes_per_item, src,
+  const lshare *s = share_of(h, begin);
+  memcpy((char *)s->out + (begin - s->begin) * h->io.out_bytes_per_item, src,
          count * h->io.out_bytes_per_item);
 }
 
@@ -567,10 +594,10 @@ static void up(hx *h, int type, const lshare *s, void *data, size_t len, double 
 
 /* The last HX_PRIORS finished blocks of each PU in the share's decision log: the next share's
  * balancer starts from them, so the node's models live across shares. */
-static void keep_priors(hx *h) {
+static void keep_priors(hx *h, const hlb_balancer *b) {
   dx *x = h->x;
   const hlb_decision *log = NULL;
-  size_t n = hlb_balancer_log(x->b, &log);
+  size_t n = hlb_balancer_log(b, &log);
   /* Each PU's newest samples, oldest first. */
   for (unsigned p = 0; p < x->nb; p++) {
     hlb_sample fresh[HX_PRIORS];
@@ -590,9 +617,12 @@ static void keep_priors(hx *h) {
   }
 }
 
+/* Make `next` the current share: a new balancer over its items, primed with the current
+ * one's samples; the current one, if its blocks are still in flight, becomes the old one. */
 static void install(hx *h) {
   dx *x = h->x;
   hlb_balancer *b = NULL;
+  if (x->b) keep_priors(h, x->b);
   for (unsigned p = 0; p < x->nb; p++)
     h->prior_ptr[p] = &h->prior[(size_t)p * HX_PRIORS];
   int rc = hlb__dx_new_balancer(x, h->next.count, h->prior_ptr, h->n_prior, &b);
@@ -610,17 +640,53 @@ static void install(hx *h) {
     return;
   }
   if (x->b) h->solver_s += hlb_balancer_solver_seconds(x->b);
-  hlb_balancer_destroy(x->b);
-  x->b = b;
-  x->base = h->next.begin;
-  free(h->cur.in);
-  free(h->cur.out);
-  h->cur = h->next;
-  h->cur.t0 = hlb__now();
+  if (h->cur >= 0) {
+    x->b_old = x->b;
+    x->base_old = x->base;
+    x->gen_old = x->gen;
+    h->old = h->cur;
+  } else {
+    hlb_balancer_destroy(x->b);
+  }
+  int k = h->old == 0 ? 1 : 0;
+  pthread_mutex_lock(&h->slot_mu);
+  h->slot[k] = h->next;
+  h->slot[k].t0 = hlb__now();
+  pthread_mutex_unlock(&h->slot_mu);
+  h->cur = k;
   h->next = (lshare){0};
+  x->b = b;
+  x->base = h->slot[k].begin;
+  x->gen = h->slot[k].id + 1; /* a share's id is unique in the run */
   x->changed = 1;
   pthread_cond_broadcast(&x->cv);
   pthread_mutex_unlock(&x->mu);
+}
+
+/* Share k's balancer b is finished: prove it, send its output to rank 0, free the slot. */
+static int return_share(hx *h, int k, hlb_balancer *b) {
+  dx *x = h->x;
+  int rc = hlb_balancer_check_exactly_once(b);
+  if (rc) {
+    pthread_mutex_lock(&x->mu);
+    if (!x->error) {
+      x->error = rc;
+      snprintf(x->error_text, sizeof x->error_text, "%s", hlb_last_error());
+    }
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+  }
+  /* The node's time on this share alone: shares overlap at their ends. */
+  double now = hlb__now(), from = fmax(h->slot[k].t0, h->last_result);
+  h->last_result = now;
+  lshare s = h->slot[k];
+  up(h, UP_RESULT, &s, s.out, h->io.out_bytes_per_item * s.count, now > from ? now - from : 1e-9,
+     NULL); /* the send owns s.out */
+  pthread_mutex_lock(&h->slot_mu);
+  h->slot[k] = (lshare){0};
+  pthread_mutex_unlock(&h->slot_mu);
+  free(s.in);
+  return 0;
 }
 
 static void receive_down(hx *h) {
@@ -661,35 +727,33 @@ static int l_turn(hx *h) {
   int act = 0;
   receive_down(h);
   pthread_mutex_lock(&x->mu);
-  int finished = h->cur.valid && x->b && hlb_balancer_finished(x->b);
-  int granted = !h->cur.valid || (x->b && hlb_balancer_remaining(x->b) == 0);
+  int cur_fin = h->cur >= 0 && hlb_balancer_finished(x->b);
+  int old_fin = h->old >= 0 && hlb_balancer_finished(x->b_old);
   unsigned retired = 0;
   for (unsigned p = 0; p < x->nb; p++)
     retired += x->st[x->gof_b[p]].retired != 0;
   int dead = retired == x->nb || x->error;
-  double last_end = x->last_end;
   pthread_mutex_unlock(&x->mu);
-  if (finished) {
-    int rc = hlb_balancer_check_exactly_once(x->b);
-    if (rc) {
-      pthread_mutex_lock(&x->mu);
-      if (!x->error) {
-        x->error = rc;
-        snprintf(x->error_text, sizeof x->error_text, "%s", hlb_last_error());
-      }
-      pthread_mutex_unlock(&x->mu);
+  if (old_fin) {
+    if (return_share(h, h->old, x->b_old))
       dead = 1;
-    } else {
-      keep_priors(h);
-      /* busy: from the share's start to its last block's end (the executor's clock). */
-      double busy = (last_end + x->t0) - h->cur.t0;
-      up(h, UP_RESULT, &h->cur, h->cur.out, h->io.out_bytes_per_item * h->cur.count,
-         busy > 0 ? busy : 1e-9, NULL);
-      h->cur.out = NULL; /* the send owns it */
-      free(h->cur.in);
-      h->cur = (lshare){0};
-      act = 1;
+    else {
+      pthread_mutex_lock(&x->mu);
+      h->solver_s += hlb_balancer_solver_seconds(x->b_old);
+      hlb_balancer_destroy(x->b_old);
+      x->b_old = NULL;
+      pthread_mutex_unlock(&x->mu);
+      h->old = -1;
     }
+    act = 1;
+  }
+  if (cur_fin && !dead) {
+    /* x->b stays (finished) until the next install replaces it. */
+    if (return_share(h, h->cur, x->b))
+      dead = 1;
+    else
+      h->cur = -1;
+    act = 1;
   }
   if (dead && !h->failed) {
     /* Every PU of the node failed (or the node's run failed): its shares go back undone. */
@@ -697,16 +761,28 @@ static int l_turn(hx *h) {
     char why[HX_TEXT];
     int k = snprintf(why, sizeof why, "node %d: ", h->lrank);
     snprintf(why + k, sizeof why - (size_t)k, "%.180s", x->error ? x->error_text : x->fail_text);
-    for (lshare *s = &h->cur; s; s = s == &h->cur ? &h->next : NULL)
-      if (s->valid) {
-        up(h, UP_FAILED, s, NULL, 0, 0, why);
-        free(s->in);
-        free(s->out);
-        *s = (lshare){0};
+    for (int i = 0; i < 2; i++)
+      if (h->slot[i].valid) {
+        up(h, UP_FAILED, &h->slot[i], NULL, 0, 0, why);
+        /* Blocks may still be in flight on ranks that have not yet stopped: keep the buffers
+         * to the end of the run. */
       }
+    if (h->next.valid) {
+      up(h, UP_FAILED, &h->next, NULL, 0, 0, why);
+      free(h->next.in);
+      free(h->next.out);
+      h->next = (lshare){0};
+    }
+    h->cur = h->old = -1;
     act = 1;
   }
-  if (!h->cur.valid && h->next.valid && !h->failed) {
+  int granted = h->cur < 0;
+  if (!granted) {
+    pthread_mutex_lock(&x->mu);
+    granted = hlb_balancer_remaining(x->b) == 0;
+    pthread_mutex_unlock(&x->mu);
+  }
+  if (h->next.valid && !h->failed && (h->cur < 0 || (granted && h->old < 0))) {
     install(h);
     act = 1;
     granted = 0;
@@ -730,7 +806,7 @@ static int l_turn(hx *h) {
     fflush(stderr);
     MPI_Abort(h->world, 1);
   }
-  if ((h->none || h->failed) && !h->asked && !h->cur.valid && !h->next.valid) {
+  if ((h->none || h->failed) && !h->asked && h->cur < 0 && h->old < 0 && !h->next.valid) {
     pthread_mutex_lock(&x->mu);
     if (x->more) {
       x->more = 0; /* the balancer's DONE now means stop */
@@ -1006,6 +1082,7 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
   if (stats) hlb_mpi_run_stats_clear(stats);
   hx *h = calloc(1, sizeof *h);
   if (!h) return hlb__error(HLB_ENOMEM, "hlb_mpi_run_hier: out of memory");
+  pthread_mutex_init(&h->slot_mu, NULL);
   hlb_exec_options opt;
   if (opt_in)
     opt = *opt_in;
@@ -1112,6 +1189,7 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
   int verdict = rc;
   if (!rc) {
     h->x = x;
+    h->cur = h->old = -1;
     x->wrank = nwrank;
     if (h->leader) {
       x->io = &h->io;
@@ -1183,8 +1261,10 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
   }
   if (x) {
     /* The leaders' share buffers (left only after a failure). */
-    free(h->cur.in);
-    free(h->cur.out);
+    for (int k = 0; k < 2; k++) {
+      free(h->slot[k].in);
+      free(h->slot[k].out);
+    }
     free(h->next.in);
     free(h->next.out);
   }
@@ -1212,6 +1292,7 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
   if (h->lcomm != MPI_COMM_NULL) MPI_Comm_free(&h->lcomm);
   if (h->ncomm != MPI_COMM_NULL) MPI_Comm_free(&h->ncomm);
   MPI_Comm_free(&h->world);
+  pthread_mutex_destroy(&h->slot_mu);
   free(h);
   return verdict;
 }
