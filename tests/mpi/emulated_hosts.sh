@@ -151,7 +151,9 @@ plan_of "$work/run.json" "$work/plan_cluster.json" "$work/plan.json"
 # the plan's ratio. What a balancer blind to links would do fails it: the three PUs share the
 # same cores, so it gives every host about rank 0's rows (ratio 1, where the plan says < 0.2),
 # and so does the last check: the slowest link must cost its host at least half of rank 0's rows.
-python3 - "$work/links.json" "$work/run.json" "$work/plan.json" "$work/plan_cluster.json" \
+# The flat check's verdict is kept, so that the hierarchical run below is checked either way.
+flat_rc=0
+(python3 - "$work/links.json" "$work/run.json" "$work/plan.json" "$work/plan_cluster.json" \
   "${rates[@]}" << 'EOF'
 import json, sys
 links, run, plan, cl = (json.load(open(p)) for p in sys.argv[1:5])
@@ -187,6 +189,7 @@ if bad:
     sys.exit(1)
 print("emulated_hosts: ok")
 EOF
+) || flat_rc=1
 
 # 4. The hierarchical mode (docs/mpi-executor.md, "Hierarchical mode"), each host a node of one
 #    rank (HLB_MPI_NODE_SIZE=1): rank 0 deals the shares, first by the two-level plan over
@@ -239,3 +242,4 @@ if bad:
     sys.exit(1)
 print("emulated_hosts: hierarchical ok")
 EOF
+exit $flat_rc
