@@ -1279,6 +1279,9 @@ static int setup(dx *x, int make_balancer) {
   prepare_local(x);
   gather_reports(x);
   if (x->rank == 0) rc = index_pus(x);
+  /* Without a balancer of its own (the hierarchical mode's node), a node with no usable PU
+   * is a failed node, not a failed run (src/mpi/hier.c). */
+  if (rc == HLB_EDEVICE && !make_balancer) rc = 0;
   if (x->rank == 0 && !rc && make_balancer)
     rc = hlb__dx_new_balancer(x, x->n_items, NULL, NULL, &x->b);
   return hlb__dx_share_result(x, rc);

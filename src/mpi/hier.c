@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/error_internal.h"
@@ -922,8 +923,9 @@ static void share_params(hx *h, const hlb_codelet *cl, size_t n_items, const hlb
 
 static int check_args(hx *h, const hlb_codelet *cl, const hlb_exec_options *opt,
                       const hlb_mpi_hier_options *ho) {
+  if (!cl)
+    return hlb__error(HLB_EINVAL, "hlb_mpi_run_hier: rank %d: a codelet is required", h->wrank);
   if (h->wrank != 0) return 0;
-  if (!cl) return hlb__error(HLB_EINVAL, "hlb_mpi_run_hier: rank 0: a codelet is required");
   if ((opt->policy && strlen(opt->policy) >= 64) || (opt->params && strlen(opt->params) >= 448))
     return hlb__error(HLB_EINVAL,
                       "hlb_mpi_run_hier: policy name (%zu characters, at most 63) or params (%zu, "
@@ -961,6 +963,8 @@ static int m_start(hx *h, const hlb_codelet *cl, const hx_params *p, const unsig
     nd->leader = leaders[i];
     nd->n_pus = node_pus[i];
     nd->heard = now;
+    /* A node whose ranks offer no PU takes no part (its leader runs no executor). */
+    nd->failed = nd->left = node_pus[i] == 0;
     double pr = ceil((double)p->n_items * p->probe_fraction * (double)node_pus[i] /
                      (double)(total ? total : 1));
     nd->probe = (size_t)fmax(pr, 1);
@@ -1059,7 +1063,8 @@ static int gather_stats(hx *h, const int *noffs_wrank, unsigned n_node_pus,
       out->local[g] = (unsigned)all[k].local;
     }
     e->n_pus = total;
-    snprintf(e->policy, sizeof e->policy, "%s", nrs[0].policy);
+    for (int i = h->n_nodes; i-- > 0;) /* the first node that ran one (empty nodes did not) */
+      if (nrs[i].policy[0]) snprintf(e->policy, sizeof e->policy, "%s", nrs[i].policy);
     for (int i = 0; i < h->n_nodes; i++) {
       if (nrs[i].setup_s > out->setup_s) out->setup_s = nrs[i].setup_s;
       e->solver_s += nrs[i].solver_s;
@@ -1181,17 +1186,21 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
     rc = world_agree(h, mrc, "to start the manager");
   }
   dx *x = NULL;
+  int empty = 1; /* no rank of this node offers a PU: it runs no executor */
+  for (int r = 0; !rc && r < nsize; r++)
+    if (ncount[r] > 0) empty = 0;
   if (!rc) {
     size_t ni = h->leader ? (size_t)p.n_items : n_items;
-    rc = hlb__dx_start(h->ncomm, local_pus, n_local, h->leader ? &cl2 : cl, ni, &opt, 0, &x);
+    if (!empty)
+      rc = hlb__dx_start(h->ncomm, local_pus, n_local, h->leader ? &cl2 : cl, ni, &opt, 0, &x);
     rc = world_agree(h, rc, "to set up its node");
   }
   int verdict = rc;
   if (!rc) {
     h->x = x;
     h->cur = h->old = -1;
-    x->wrank = nwrank;
-    if (h->leader) {
+    if (x) x->wrank = nwrank;
+    if (h->leader && x) {
       x->io = &h->io;
       x->more = 1;
       x->hook = hook;
@@ -1203,18 +1212,31 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
       if (h->m) h->m->last_beat = h->heard;
     }
     double t0 = hlb__now();
-    hlb__dx_run(x);
+    if (x) {
+      hlb__dx_run(x);
+    } else if (h->m) {
+      /* Rank 0's node has no PU: rank 0 only deals the shares. */
+      h->m->last_beat = hlb__now();
+      while (!h->m->over) {
+        int act = hx_progress(h) | m_turn(h);
+        if (!act) nanosleep(&(struct timespec){0, 50000}, NULL);
+      }
+      while (h->sends.n)
+        if (!hx_progress(h)) nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
     double makespan = hlb__now() - t0;
     int lrc = 0;
-    if (h->leader && x->error) lrc = hlb__error(x->error, "%s", x->error_text);
+    if (h->leader && x && x->error) lrc = hlb__error(x->error, "%s", x->error_text);
     if (h->wrank == 0 && !lrc) lrc = m_verdict(h);
     /* A node whose PUs all failed is not an error when the others did its shares. */
     verdict = world_agree(h, lrc, "the run");
     hlb_mpi_run_stats ns = {0}, ws = {0};
     int frc = 0;
     if (h->leader) {
-      frc = hlb__dx_fill_stats(x, &ns);
-      if (!frc) frc = gather_stats(h, nwrank, x->n_global, &ns, &ws, woffs);
+      /* Collective over the leaders: every leader takes part, whatever its own stats. */
+      if (x) frc = hlb__dx_fill_stats(x, &ns);
+      int grc = gather_stats(h, nwrank, x && !frc ? x->n_global : 0, &ns, &ws, woffs);
+      frc = frc ? frc : grc;
       hlb_mpi_run_stats_clear(&ns);
     }
     /* Node of each rank: its leader's index among the leaders. */
@@ -1229,8 +1251,8 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
       ws.exec.n_items = p.n_items;
       ws.exec.makespan_s = makespan;
       ws.n_ranks = h->wsize;
-      ws.serve_cpu_s = x->serve_cpu_s;
-      ws.serve_idle_cpu_s = x->serve_idle_cpu_s;
+      ws.serve_cpu_s = x ? x->serve_cpu_s : 0;
+      ws.serve_idle_cpu_s = x ? x->serve_idle_cpu_s : 0;
       ws.n_nodes = (unsigned)m->n_nodes;
       ws.rank_node = rank_node;
       rank_node = NULL;
