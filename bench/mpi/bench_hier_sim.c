@@ -147,6 +147,7 @@ static void run(const cfg *c, int hier, result *r) {
   size_t remaining = B; /* blocks rank 0 has not yet given out (flat: not granted) */
   size_t finished = 0;
   int planned = 0;
+  size_t reserved = 0; /* planned blocks of nodes that have not yet had their planned share */
   heap h = {0};
   for (size_t p = 0; p < P; p++) {
     push(&h, (ev){c->lat_s, EV_REQ_ARRIVE, (int)p});
@@ -230,12 +231,15 @@ static void run(const cfg *c, int hier, result *r) {
           for (unsigned i = 0; i < N; i++)
             nodes[i].planned =
                 (size_t)((double)items * ((double)nodes[i].done / (e.t - nodes[i].first_t)) / sum);
+          for (unsigned i = 0; i < N; i++)
+            reserved += nodes[i].planned;
           planned = 1;
         }
         want = nd->probe;
       }
       if (nd->shares && planned && !nd->plan_given) {
         nd->plan_given = 1;
+        reserved -= nd->planned;
         want = nd->planned ? nd->planned : nd->probe;
       } else if (nd->shares && planned) {
         double sum = 0, wi = 0;
@@ -246,7 +250,8 @@ static void run(const cfg *c, int hier, result *r) {
           sum += w;
           if (i == (unsigned)e.who) wi = w;
         }
-        want = sum > 0 ? (size_t)ceil((double)remaining * wi / (2 * sum)) : nd->probe;
+        size_t left = remaining > reserved ? remaining - reserved : 0;
+        want = sum > 0 ? (size_t)ceil((double)left * wi / (2 * sum)) : nd->probe;
         if (want < nd->probe) want = nd->probe;
       }
       if (want > remaining) want = remaining;

@@ -112,6 +112,7 @@ typedef struct mgr {
   const hlb_codelet *cl; /* the caller's: data */
   range *free_r;
   size_t n_free, cap_free, remaining;
+  size_t reserved; /* planned items of nodes that have not yet asked for their planned share */
   share *sh;
   size_t n_sh, cap_sh;
   mnode *node;
@@ -330,11 +331,17 @@ static size_t m_chunk(hx *h, int i) {
       MPI_Abort(h->world, 1);
     }
     m->planned = 1;
+    for (int k = 0; k < m->n_nodes; k++)
+      m->reserved += m->node[k].planned;
   }
   if (!nd->plan_given) {
     nd->plan_given = 1;
+    m->reserved -= nd->planned;
     if (nd->planned) return nd->planned;
   }
+  /* Chunks come out of what the plan did not place, so a fast node's chunks do not take the
+   * planned share of a node that has not asked for it yet. */
+  size_t left = m->remaining > m->reserved ? m->remaining - m->reserved : 0;
   double sum = 0, w_i = 0;
   for (int k = 0; k < m->n_nodes; k++) {
     mnode *o = &m->node[k];
@@ -343,7 +350,7 @@ static size_t m_chunk(hx *h, int i) {
     sum += w;
     if (k == i) w_i = w;
   }
-  size_t c = sum > 0 && w_i > 0 ? (size_t)ceil((double)m->remaining * w_i / (2 * sum)) : nd->probe;
+  size_t c = sum > 0 && w_i > 0 ? (size_t)ceil((double)left * w_i / (2 * sum)) : nd->probe;
   return c > nd->probe ? c : nd->probe;
 }
 
@@ -403,6 +410,10 @@ static void m_receive(hx *h, int src, const up_msg *u) {
     return;
   }
   if (u->type == UP_BYE) {
+    if (m->planned && !nd->plan_given) { /* it left (failed) before its planned share */
+      nd->plan_given = 1;
+      m->reserved -= nd->planned;
+    }
     nd->left = 1;
     return;
   }
@@ -417,6 +428,10 @@ static void m_receive(hx *h, int src, const up_msg *u) {
   }
   if (u->type == UP_FAILED) {
     s->state = SH_BACK;
+    if (!nd->failed && m->planned && !nd->plan_given) {
+      nd->plan_given = 1;
+      m->reserved -= nd->planned;
+    }
     nd->failed = 1;
     snprintf(m->fail_text, sizeof m->fail_text, "%s", u->text);
     m_free_add(h, s->begin, s->count);
