@@ -152,6 +152,15 @@ typedef struct hlb_mpi_run_stats {
    * for a core, still shows what one grant costs it (bench/mpi/bench_grants.c). */
   size_t grants;
   double serve_cpu_s, serve_idle_cpu_s;
+  /* Hierarchical mode only (hlb_mpi_run_hier; 0 and NULL otherwise), owned, n_nodes entries
+   * each but rank_node (n_ranks): the node of every rank, each node's leader rank, the items
+   * it processed, the shares it was given, the items the two-level plan gave it (0 when no
+   * plan was made), and 1 when every PU of the node failed (its shares went to the others). */
+  unsigned n_nodes;
+  int *rank_node, *node_leader, *node_failed;
+  size_t *node_items, *node_planned;
+  unsigned *node_shares;
+  double plan_makespan_s; /* the plan's T (Boiński & Czarnul eq. 3) for the items it placed */
 } hlb_mpi_run_stats;
 
 /* Free what the stats own (the decision log) and zero them. Accepts a zeroed struct. */
@@ -169,6 +178,39 @@ HLB_EXTERN void hlb_mpi_run_stats_clear(hlb_mpi_run_stats *s);
 HLB_EXTERN int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
                            const hlb_codelet *cl, size_t n_items, const hlb_exec_options *opt,
                            hlb_mpi_run_stats *stats);
+
+/* Hierarchical mode (issue 14; docs/mpi-executor.md, "Hierarchical mode"): the ranks are
+ * grouped into nodes, world rank 0 gives each node a share of the items at a time (first
+ * from the two-level plan of Boiński & Czarnul, The Computer Journal, section 3, eq. 3,
+ * then in shrinking chunks as nodes finish), and one leader rank per node (its lowest rank)
+ * runs a balancer over its node's PUs. */
+typedef struct hlb_mpi_hier_options {
+  /* Ranks per node (consecutive world ranks). 0: $HLB_MPI_NODE_SIZE, and when that is unset
+   * or 0, the ranks that share memory (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)). */
+  int node_size;
+  /* Cluster file written by `hlb profile-links` on the same job: the plan takes the link of
+   * node "rank<leader>" for each node. NULL: $HLB_MPI_LINKS, else every link is free. */
+  const char *links;
+  /* Each node's first share, before anything is measured: this fraction of the items, split
+   * over the nodes by their PU counts (default 0.02). */
+  double probe_fraction;
+  /* Of the items left once every node has finished a share, the fraction placed by the plan
+   * (default 0.7); the rest goes in chunks as nodes finish. */
+  double plan_fraction;
+} hlb_mpi_hier_options;
+
+/* Defaults as documented in the struct. */
+HLB_EXTERN void hlb_mpi_hier_options_default(hlb_mpi_hier_options *o);
+
+/* Collective; as hlb_mpi_run (same arguments, same result on every rank, stats on rank 0),
+ * in the hierarchical mode. hopt may be NULL (defaults) and is rank 0's. Rank 0 proves that
+ * the shares it accepted cover every item exactly once, each leader proves it for every share
+ * it returned (its balancer's pool). inject_pu is a global PU index as in hlb_mpi_run. In the
+ * stats, per_pu[].finish_s counts from its node leader's start, and there is no decision
+ * log. */
+HLB_EXTERN int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
+                                const hlb_codelet *cl, size_t n_items, const hlb_exec_options *opt,
+                                const hlb_mpi_hier_options *hopt, hlb_mpi_run_stats *stats);
 
 /* Link and PU profiling for a cluster file (docs/cluster-format.md). */
 typedef struct hlb_mpi_profile_options {

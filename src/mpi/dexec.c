@@ -26,139 +26,7 @@
 #include "common/options_internal.h"
 #include "exec/backend.h"
 #include "hlb/mpi.h"
-
-/* Tags on hlb's duplicate communicator: requests and their output data go to rank 0,
- * replies and their input data come back. Messages with one tag between two ranks arrive in
- * order (MPI's non-overtaking rule), so a header is always followed by its own data. */
-enum { TAG_REQ = 0x4c01, TAG_OUT = 0x4c02, TAG_REPLY = 0x4c03, TAG_IN = 0x4c04 };
-enum { MSG_NEXT = 1, MSG_DONE, MSG_FAIL, MSG_BYE, MSG_ALIVE };
-enum { REP_GRANT = 1, REP_STOP, REP_ALIVE };
-
-/* Blocks one remote PU can hold at once: the one computing and the one requested ahead. */
-#define DX_MAX_FLYING 2
-/* Sleep of an idle communication loop. Short against a block's time, long enough to leave
- * the cores to the kernels. */
-#define DX_IDLE_S 50e-6
-#define DX_TEXT 200
-/* Heartbeats per HLB_MPI_TIMEOUT: a rank is declared silent after missing about four. */
-#define DX_BEATS 4
-/* ... but at least one per second, so a stop shows within a second of the timeout. */
-#define DX_BEAT_MAX_S 1.0
-
-typedef struct req_msg {
-  int32_t type, g, retire, pad;
-  uint64_t id, out_bytes; /* out_bytes: the block output that follows a DONE */
-  double compute_s, transfer_s, throttle_s;
-  char text[DX_TEXT]; /* a failure's error text */
-} req_msg;
-
-typedef struct reply_msg {
-  int32_t status, g;
-  hlb_block blk;
-  double pack_s; /* rank 0's packing time, part of the block's transfer */
-  uint64_t bytes;
-} reply_msg;
-
-/* A message waiting for, or in, its MPI_Isend. */
-typedef struct out_msg {
-  struct out_msg *next;
-  union {
-    req_msg req;
-    reply_msg rep;
-  } h;
-  int dest, tag_h, tag_d, is_req, owns_data;
-  void *data;
-  size_t len;
-} out_msg;
-
-struct dx;
-
-typedef struct dx_pu {
-  struct dx *x;
-  unsigned l, g;
-  int bpu; /* rank 0: the balancer's index of this PU; -1 when it takes no part */
-  hlb_exec_pu pu;
-  const hlb__backend_ops *ops;
-  void *dev;
-  int opened, prepared, usable;
-  double setup_s;
-  char why[DX_TEXT]; /* why it is not usable */
-  const void *shared[HLB_EXEC_MAX_SHARED];
-  unsigned started, fail_streak;
-  void *dev_in, *dev_out, *host_in, *host_out;
-  size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
-  /* Mailbox of a remote driver; guarded by x->mu. Its own condition variable: with many PUs
-   * on a rank, one shared by all would wake every driver for every reply. */
-  pthread_cond_t mail;
-  int has_reply;
-  reply_msg reply;
-  void *reply_data;
-  double reply_mpi_s;
-} dx_pu;
-
-/* Rank 0's view of one global PU on another rank; guarded by x->mu. */
-typedef struct remote_pu {
-  int pending; /* a NEXT waits for an answer (the balancer said WAIT) */
-  int queued;  /* listed in x->pend (calling thread only) */
-  int retired;
-  hlb_block flying[DX_MAX_FLYING];
-  unsigned n_flying;
-} remote_pu;
-
-typedef struct dx {
-  MPI_Comm comm;
-  int rank, size;
-  hlb_codelet cl; /* this rank's kernels; rank 0's sizes and (on rank 0) data */
-  size_t n_items;
-  hlb_exec_options opt;
-  unsigned n_local;
-  dx_pu *loc;
-  int *counts, *offsets; /* PUs per rank and the global index of each rank's first */
-  unsigned n_global;
-  void *shared_copy[HLB_EXEC_MAX_SHARED]; /* the broadcast shared buffers (ranks > 0) */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;        /* broadcast after every done/fail/retire and every mailbox delivery */
-  out_msg *q_head, *q_tail; /* drivers' outgoing messages; mu */
-  /* Messages in MPI_Isend; the calling thread only. Kept dense, two requests each (header,
-   * data), so that one MPI_Testsome per loop turn completes them: one pass of MPI's progress
-   * engine, where a test per message made one pass per message in flight (with 10^4 PUs and a
-   * block requested ahead, ~10^4 of them: 60 µs per grant, bench/mpi/bench_grants.c). */
-  out_msg **fly;
-  MPI_Request *fly_rq;
-  int *fly_idx;
-  size_t n_fly, cap_fly;
-  unsigned drivers_alive; /* mu */
-  /* Rank 0 only: one entry per global PU (n_global, allocated by layout; no fixed limit). */
-  hlb_exec_pu *gpu;
-  int *grank, *gusable, *gbpu;
-  double *gsetup;
-  unsigned *gof_b, nb, n_remote;
-  hlb_balancer *b; /* mu */
-  remote_pu *rem;  /* mu */
-  /* Remote PUs whose NEXT waits (the balancer said WAIT), so that a done retries those only
-   * rather than scanning every PU; calling thread only. */
-  unsigned *pend, *pend_scratch, n_pend;
-  double last_check;                    /* check_silent's last look; calling thread only */
-  hlb_exec_pu_stats *st;                /* mu */
-  unsigned byes;                        /* calling thread only */
-  int changed;                          /* a done/fail since the last retry; mu */
-  double t0, last_end;                  /* last_end: mu */
-  int error;                            /* first fatal error of the run; mu */
-  char error_text[512], fail_text[512]; /* mu */
-  double setup_s;
-  size_t bytes_to, bytes_from, remote_blocks; /* calling thread only */
-  size_t grants;                              /* rank 0's calling thread only */
-  double serve_cpu_s, serve_idle_cpu_s;       /* rank 0's calling thread only */
-  /* Liveness (HLB_MPI_TIMEOUT, rank 0's value on every rank); calling thread only. Ranks > 0
-   * send MSG_ALIVE every beat while their drivers work; rank 0 ends the job when a rank with
-   * PUs still working is silent for timeout_s (docs/reliability.md, "MPI faults"). Rank 0
-   * sends REP_ALIVE to every rank with PUs working each beat, and a rank > 0 whose drivers
-   * heard nothing from rank 0 for timeout_s ends the job naming rank 0. */
-  double timeout_s, last_beat;
-  double heard0;              /* ranks > 0: when rank 0's last message arrived */
-  double *heard;              /* rank 0: when each rank's last message arrived */
-  unsigned *byes_of, *pus_of; /* rank 0: BYEs from each rank, and its PUs that will say BYE */
-} dx;
+#include "mpi/dexec_internal.h"
 
 static double rel_now(const dx *x) {
   return hlb__now() - x->t0;
@@ -174,17 +42,23 @@ static void sleep_s(double s) {
 /* An MPI call failed: a peer is gone or the library is broken. With Open MPI (no ULFM) the
  * job cannot recover, and returning would leave the other ranks waiting for this one, so
  * say which rank saw what and take the job down. */
-static void mpi_check(const dx *x, int mrc, const char *what, int peer) {
+/* Rank r of x->comm as the job knows it: the world rank in the hierarchical mode. */
+static int wr(const dx *x, int r) {
+  return x->wrank && r >= 0 && r < x->size ? x->wrank[r] : r;
+}
+
+void hlb__dx_mpi_check(const dx *x, int mrc, const char *what, int peer) {
   if (mrc == MPI_SUCCESS) return;
   char s[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(mrc, s, &len);
-  fprintf(stderr, "hlb_mpi_run: rank %d: %s (peer rank %d) failed: %s; aborting the job\n", x->rank,
-          what, peer, s);
+  fprintf(stderr, "hlb_mpi_run: rank %d: %s (peer rank %d) failed: %s; aborting the job\n",
+          wr(x, x->rank), what, wr(x, peer), s);
   fflush(stderr);
   MPI_Abort(x->comm, 1);
   abort(); /* MPI_Abort does not return; never go on with a broken communicator */
 }
+#define mpi_check hlb__dx_mpi_check
 
 /* ---- Moving blocks through one PU ---------------------------------------------------- */
 
@@ -224,7 +98,7 @@ static int run_block(dx_pu *d, const hlb_block *blk, const void *in, void *out, 
     rc = hlb__error(HLB_EDEVICE,
                     "rank %d pu '%s' (global %u): injected failure of its block %u (items "
                     "[%zu, +%zu))",
-                    x->rank, d->pu.name, d->g, d->started, blk->begin, blk->count);
+                    wr(x, x->rank), d->pu.name, d->g, d->started, blk->begin, blk->count);
   if (rc == 0) rc = d->ops->run(d->dev, &x->cl, &call);
   double t_c = hlb__now();
   if (rc == 0 && out_b && !d->ops->host_memory)
@@ -246,6 +120,39 @@ static int run_block(dx_pu *d, const hlb_block *blk, const void *in, void *out, 
 
 /* ---- Rank 0: the balancer and its bookkeeping (x->mu held) --------------------------- */
 
+/* The balancer holds the current share's items from 0 (x->base: 0 in the flat mode); every
+ * block leaving it is moved to the run's item numbers and moved back on its way in. */
+static int bal_next(dx *x, unsigned g, hlb_block *blk) {
+  if (!x->b) return x->more ? HLB_WAIT : HLB_DONE; /* no share yet */
+  int rc = hlb_balancer_next(x->b, (unsigned)x->gbpu[g], rel_now(x), blk);
+  if (rc == HLB_GRANT) {
+    blk->begin += x->base;
+    blk->id |= x->gen << DX_GEN_SHIFT;
+  }
+  /* A share source may still deliver: wait for its next share (a done wakes the waiters). */
+  if (rc == HLB_DONE && x->more && !x->st[g].retired) rc = HLB_WAIT;
+  return rc;
+}
+
+/* The balancer that granted blk (the current share's, or the one still finishing its blocks),
+ * with blk moved back to its numbers. */
+static hlb_balancer *bal_of(dx *x, hlb_block *blk) {
+  uint64_t gen = blk->id >> DX_GEN_SHIFT;
+  blk->id &= ((uint64_t)1 << DX_GEN_SHIFT) - 1;
+  if (x->b_old && gen == x->gen_old) {
+    blk->begin -= x->base_old;
+    return x->b_old;
+  }
+  blk->begin -= x->base;
+  return x->b;
+}
+
+static int bal_fail(dx *x, unsigned g, const hlb_block *blk) {
+  hlb_block b = *blk;
+  hlb_balancer *bal = bal_of(x, &b);
+  return hlb_balancer_fail(bal, (unsigned)x->gbpu[g], &b, rel_now(x));
+}
+
 static void set_error_locked(dx *x, int code, const char *text) {
   if (x->error) return;
   x->error = code;
@@ -262,7 +169,8 @@ static void account_done_locked(dx *x, unsigned g, const hlb_sample *s, double t
 static void done_locked(dx *x, unsigned g, hlb_sample *s, double throttle_s) {
   s->end_s = rel_now(x);
   /* A rejected sample (HLB_ESAMPLE) still counts the block as processed. */
-  int rc = hlb_balancer_done(x->b, (unsigned)x->gbpu[g], s);
+  hlb_sample mine = *s;
+  int rc = hlb_balancer_done(bal_of(x, &mine.block), (unsigned)x->gbpu[g], &mine);
   if (rc && rc != HLB_ESAMPLE) set_error_locked(x, rc, hlb_last_error());
   account_done_locked(x, g, s, throttle_s);
   x->changed = 1;
@@ -272,7 +180,7 @@ static void done_locked(dx *x, unsigned g, hlb_sample *s, double throttle_s) {
 static void fail_locked(dx *x, unsigned g, const hlb_block *blk, const char *text) {
   x->st[g].failed_blocks++;
   snprintf(x->fail_text, sizeof x->fail_text, "%s", text);
-  int rc = hlb_balancer_fail(x->b, (unsigned)x->gbpu[g], blk, rel_now(x));
+  int rc = bal_fail(x, g, blk);
   if (rc) set_error_locked(x, rc, hlb_last_error());
   x->changed = 1;
   pthread_cond_broadcast(&x->cv);
@@ -280,6 +188,7 @@ static void fail_locked(dx *x, unsigned g, const hlb_block *blk, const char *tex
 
 static void retire_locked(dx *x, unsigned g) {
   int rc = hlb_balancer_retire(x->b, (unsigned)x->gbpu[g]);
+  if (!rc && x->b_old) rc = hlb_balancer_retire(x->b_old, (unsigned)x->gbpu[g]);
   if (rc) set_error_locked(x, rc, hlb_last_error());
   x->st[g].retired = 1;
   x->changed = 1;
@@ -293,7 +202,7 @@ static int local_next_locked(dx_pu *d, hlb_block *blk) {
   dx *x = d->x;
   for (;;) {
     if (x->error) return 0;
-    int rc = hlb_balancer_next(x->b, (unsigned)d->bpu, rel_now(x), blk);
+    int rc = bal_next(x, d->g, blk);
     if (rc == HLB_GRANT) return 1;
     if (rc == HLB_DONE) return 0;
     if (rc != HLB_WAIT) {
@@ -307,7 +216,7 @@ static int local_next_locked(dx_pu *d, hlb_block *blk) {
 
 /* The block's input and output on rank 0: in place, or through pack/unpack staging. */
 static int local_block(dx_pu *d, const hlb_block *blk, hlb_sample *s, double *throttle_s) {
-  const hlb_codelet *cl = &d->x->cl;
+  const hlb_codelet *cl = d->x->io;
   size_t out_b = cl->out_bytes_per_item * blk->count;
   double t0 = hlb__now();
   const void *in = NULL;
@@ -452,7 +361,7 @@ static void send_stop(dx *x, unsigned g) {
 }
 
 static void send_grant(dx *x, unsigned g, const hlb_block *blk) {
-  const hlb_codelet *cl = &x->cl;
+  const hlb_codelet *cl = x->io;
   out_msg *m = new_msg(0, (int)rank_of(x, g));
   m->h.rep.status = REP_GRANT;
   m->h.rep.g = (int32_t)g;
@@ -485,7 +394,7 @@ static void serve_next(dx *x, unsigned g) {
   pthread_mutex_lock(&x->mu);
   int rc = HLB_DONE;
   if (!x->error && !r->retired) {
-    rc = hlb_balancer_next(x->b, (unsigned)x->gbpu[g], rel_now(x), &blk);
+    rc = bal_next(x, g, &blk);
     if (rc != HLB_GRANT && rc != HLB_WAIT && rc != HLB_DONE) {
       set_error_locked(x, rc < 0 ? rc : HLB_ESTATE, hlb_last_error());
       rc = HLB_DONE;
@@ -499,7 +408,7 @@ static void serve_next(dx *x, unsigned g) {
                "rank 0: pu %u: block [%zu, +%zu) cannot be sent (%u in flight, at "
                "most %d; at most %d bytes a message; set a smaller policy max_block)",
                g, blk.begin, blk.count, r->n_flying, DX_MAX_FLYING, INT_MAX);
-    hlb_balancer_fail(x->b, (unsigned)x->gbpu[g], &blk, rel_now(x));
+    bal_fail(x, g, &blk);
     set_error_locked(x, HLB_ESTATE, hlb_last_error());
     rc = HLB_DONE;
   }
@@ -530,7 +439,7 @@ static int find_flying_locked(dx *x, unsigned g, uint64_t id, int take, hlb_bloc
 }
 
 static void serve_done(dx *x, unsigned g, const req_msg *q, int src) {
-  const hlb_codelet *cl = &x->cl;
+  const hlb_codelet *cl = x->io;
   hlb_block blk = {0};
   pthread_mutex_lock(&x->mu);
   int known = find_flying_locked(x, g, q->id, 0, &blk);
@@ -571,7 +480,7 @@ static void serve_fail(dx *x, unsigned g, const req_msg *q) {
     /* The block requested ahead goes back too: the PU will not run it. */
     while (r->n_flying > 0) {
       blk = r->flying[--r->n_flying];
-      hlb_balancer_fail(x->b, (unsigned)x->gbpu[g], &blk, rel_now(x));
+      bal_fail(x, g, &blk);
     }
     retire_locked(x, g);
     r->retired = 1;
@@ -679,9 +588,9 @@ static void check_silent(dx *x) {
     double silent = now - x->heard[r];
     if (x->byes_of[r] >= x->pus_of[r] || silent <= x->timeout_s) continue;
     fprintf(stderr,
-            "hlb_mpi_run: rank 0: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while "
+            "hlb_mpi_run: rank %d: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while "
             "%u of its PUs were working: it is stopped, hung or unreachable; aborting the job\n",
-            r, silent, x->timeout_s, x->pus_of[r] - x->byes_of[r]);
+            wr(x, 0), wr(x, r), silent, x->timeout_s, x->pus_of[r] - x->byes_of[r]);
     fflush(stderr);
     MPI_Abort(x->comm, 1);
   }
@@ -721,9 +630,10 @@ static void serve_loop(dx *x) {
     while (serve_one(x))
       act = 1;
     act |= progress_sends(x);
+    if (x->hook) act |= x->hook(x);
     retry_pending(x);
     pthread_mutex_lock(&x->mu);
-    int over = x->drivers_alive == 0 && x->byes == x->n_remote;
+    int over = x->drivers_alive == 0 && x->byes == x->n_remote && (!x->hook || x->hook_over);
     pthread_mutex_unlock(&x->mu);
     if (over && !x->n_fly) break;
     if (!act) sleep_s(DX_IDLE_S);
@@ -895,9 +805,9 @@ static void check_rank0(dx *x, int working) {
   double silent = hlb__now() - x->heard0;
   if (!working || silent <= x->timeout_s) return;
   fprintf(stderr,
-          "hlb_mpi_run: rank %d: rank 0 sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while this "
-          "rank's PUs were working: it is stopped, hung or unreachable; aborting the job\n",
-          x->rank, silent, x->timeout_s);
+          "hlb_mpi_run: rank %d: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) while "
+          "this rank's PUs were working: it is stopped, hung or unreachable; aborting the job\n",
+          wr(x, x->rank), wr(x, 0), silent, x->timeout_s);
   fflush(stderr);
   MPI_Abort(x->comm, 1);
 }
@@ -1100,7 +1010,8 @@ static void open_local(dx *x) {
       continue;
     }
     if (d->ops->open(&d->pu, &d->dev) != 0) {
-      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", x->rank, d->pu.name, hlb_last_error());
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", wr(x, x->rank), d->pu.name,
+               hlb_last_error());
       continue;
     }
     d->opened = 1;
@@ -1118,7 +1029,8 @@ static void prepare_local(dx *x) {
     }
     double t = hlb__now();
     if (d->ops->prepare(d->dev, &x->cl, d->shared) != 0) {
-      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", x->rank, d->pu.name, hlb_last_error());
+      snprintf(d->why, sizeof d->why, "rank %d pu '%s': %s", wr(x, x->rank), d->pu.name,
+               hlb_last_error());
       continue;
     }
     d->setup_s += hlb__now() - t;
@@ -1165,9 +1077,7 @@ static void gather_reports(dx *x) {
 }
 
 /* Rank 0: one balancer PU per usable global PU. */
-static int make_balancer(dx *x) {
-  hlb_pu_desc *desc = calloc(x->n_global, sizeof *desc);
-  if (!desc) return hlb__error(HLB_ENOMEM, "hlb_mpi_run: out of memory for %u PUs", x->n_global);
+static int index_pus(dx *x) {
   x->nb = 0;
   for (unsigned g = 0; g < x->n_global; g++) {
     x->gbpu[g] = -1;
@@ -1175,33 +1085,42 @@ static int make_balancer(dx *x) {
       x->st[g].retired = 1;
       continue;
     }
-    desc[x->nb] = (hlb_pu_desc){.name = x->gpu[g].name,
-                                .kind = hlb_backend_name(x->gpu[g].backend),
-                                .min_block = x->opt.min_block};
     x->gbpu[g] = (int)x->nb;
     x->gof_b[x->nb++] = g;
     if (x->grank[g] != 0) x->n_remote++;
   }
-  if (x->nb == 0) {
-    free(desc);
+  if (x->nb == 0)
     return hlb__error(HLB_EDEVICE, "hlb_mpi_run: no PU on any rank could load codelet '%s': %s",
                       x->cl.name ? x->cl.name : "(unnamed)", x->fail_text);
+  return 0;
+}
+
+int hlb__dx_new_balancer(dx *x, size_t n_items, const hlb_sample *const *prior,
+                         const size_t *n_prior, hlb_balancer **out) {
+  hlb_pu_desc *desc = calloc(x->nb ? x->nb : 1, sizeof *desc);
+  if (!desc) return hlb__error(HLB_ENOMEM, "hlb_mpi_run: out of memory for %u PUs", x->nb);
+  for (unsigned k = 0; k < x->nb; k++) {
+    const hlb_exec_pu *p = &x->gpu[x->gof_b[k]];
+    desc[k] = (hlb_pu_desc){
+        .name = p->name, .kind = hlb_backend_name(p->backend), .min_block = x->opt.min_block};
   }
-  hlb_balancer_config cfg = {.n_items = x->n_items,
+  hlb_balancer_config cfg = {.n_items = n_items,
                              .granularity = x->opt.granularity,
                              .n_pus = x->nb,
                              .pus = desc,
                              .policy = x->opt.policy,
                              .params = x->opt.params,
-                             .keep_log = x->opt.keep_log};
-  int rc = hlb_balancer_create(&cfg, &x->b);
+                             .keep_log = x->opt.keep_log,
+                             .prior = prior,
+                             .n_prior = n_prior};
+  int rc = hlb_balancer_create(&cfg, out);
   free(desc);
   return rc;
 }
 
 /* ---- The run ------------------------------------------------------------------------------ */
 
-static void run_all(dx *x) {
+void hlb__dx_run(dx *x) {
   pthread_t *th = calloc(x->n_local ? x->n_local : 1, sizeof *th);
   int *started = calloc(x->n_local ? x->n_local : 1, sizeof *started);
   if (!th || !started) {
@@ -1234,7 +1153,7 @@ static void run_all(dx *x) {
   free(started);
 }
 
-static int finish(dx *x) {
+int hlb__dx_finish(dx *x) {
   if (x->error) return hlb__error(x->error, "%s", x->error_text);
   if (!hlb_balancer_finished(x->b))
     return hlb__error(HLB_EDEVICE,
@@ -1244,7 +1163,7 @@ static int finish(dx *x) {
   return hlb_balancer_check_exactly_once(x->b);
 }
 
-static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
+int hlb__dx_fill_stats(dx *x, hlb_mpi_run_stats *s) {
   hlb_exec_stats *e = &s->exec;
   unsigned n = x->n_global;
   e->pu = calloc(n, sizeof *e->pu);
@@ -1255,7 +1174,8 @@ static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
     hlb_mpi_run_stats_clear(s);
     return hlb__error(HLB_ENOMEM, "hlb_mpi_run: out of memory for the stats of %u PUs", n);
   }
-  snprintf(e->policy, sizeof e->policy, "%s", hlb_balancer_policy(x->b));
+  /* A node leader of the hierarchical mode that got no share has no balancer. */
+  snprintf(e->policy, sizeof e->policy, "%s", x->b ? hlb_balancer_policy(x->b) : "");
   e->n_items = x->n_items;
   e->n_pus = x->n_global;
   s->n_ranks = x->size;
@@ -1265,7 +1185,8 @@ static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
     e->per_pu[g].setup_s = x->gsetup[g];
     s->rank[g] = x->grank[g];
     s->local[g] = g - (unsigned)x->offsets[x->grank[g]];
-    const hlb_model *m = x->gbpu[g] >= 0 ? hlb_balancer_model(x->b, (unsigned)x->gbpu[g]) : NULL;
+    const hlb_model *m =
+        x->b && x->gbpu[g] >= 0 ? hlb_balancer_model(x->b, (unsigned)x->gbpu[g]) : NULL;
     hlb_exec_pu_stats *st = &e->per_pu[g];
     if (m && hlb_model_fitted(m) && hlb_model_curve(m, &st->model) == 0) {
       st->fitted = 1;
@@ -1274,7 +1195,7 @@ static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
     }
   }
   e->makespan_s = x->last_end;
-  e->solver_s = hlb_balancer_solver_seconds(x->b);
+  e->solver_s = x->b ? hlb_balancer_solver_seconds(x->b) : 0;
   s->setup_s = x->setup_s;
   s->bytes_to_ranks = x->bytes_to;
   s->bytes_from_ranks = x->bytes_from;
@@ -1283,7 +1204,7 @@ static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
   s->serve_cpu_s = x->serve_cpu_s;
   s->serve_idle_cpu_s = x->serve_idle_cpu_s;
   const hlb_decision *log = NULL;
-  size_t n_log = hlb_balancer_log(x->b, &log);
+  size_t n_log = x->b ? hlb_balancer_log(x->b, &log) : 0;
   if (n_log && log && (e->log = malloc(n_log * sizeof *log))) {
     memcpy(e->log, log, n_log * sizeof *log);
     for (size_t k = 0; k < n_log; k++)
@@ -1294,7 +1215,7 @@ static int fill_stats(dx *x, hlb_mpi_run_stats *s) {
 }
 
 /* Every rank returns rank 0's verdict, with its text. */
-static int share_result(dx *x, int rc) {
+int hlb__dx_share_result(dx *x, int rc) {
   struct {
     int32_t rc, pad;
     char text[512];
@@ -1340,25 +1261,36 @@ void hlb_mpi_run_stats_clear(hlb_mpi_run_stats *s) {
   hlb_exec_stats_clear(&s->exec);
   free(s->rank);
   free(s->local);
+  free(s->rank_node);
+  free(s->node_leader);
+  free(s->node_failed);
+  free(s->node_items);
+  free(s->node_planned);
+  free(s->node_shares);
   memset(s, 0, sizeof *s);
 }
 
 /* Setup after the layout: devices, shared buffers, kernels, the balancer on rank 0. */
-static int setup(dx *x) {
+static int setup(dx *x, int make_balancer) {
   share_params(x);
   open_local(x);
   int rc = share_buffers(x);
   if (rc) return rc;
   prepare_local(x);
   gather_reports(x);
-  if (x->rank == 0) rc = make_balancer(x);
-  return share_result(x, rc);
+  if (x->rank == 0) rc = index_pus(x);
+  /* Without a balancer of its own (the hierarchical mode's node), a node with no usable PU
+   * is a failed node, not a failed run (src/mpi/hier.c). */
+  if (rc == HLB_EDEVICE && !make_balancer) rc = 0;
+  if (x->rank == 0 && !rc && make_balancer)
+    rc = hlb__dx_new_balancer(x, x->n_items, NULL, NULL, &x->b);
+  return hlb__dx_share_result(x, rc);
 }
 
-int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
-                const hlb_codelet *cl, size_t n_items, const hlb_exec_options *opt,
-                hlb_mpi_run_stats *stats) {
-  if (stats) hlb_mpi_run_stats_clear(stats);
+int hlb__dx_start(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
+                  const hlb_codelet *cl, size_t n_items, const hlb_exec_options *opt,
+                  int make_balancer, dx **out) {
+  *out = NULL;
   dx *x = calloc(1, sizeof *x);
   if (!x) return hlb__error(HLB_ENOMEM, "hlb_mpi_run: out of memory");
   int rc = MPI_Comm_dup(comm, &x->comm);
@@ -1372,7 +1304,9 @@ int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
   MPI_Comm_size(x->comm, &x->size);
   pthread_mutex_init(&x->mu, NULL);
   pthread_cond_init(&x->cv, NULL);
+  *out = x;
   if (cl) x->cl = *cl;
+  x->io = &x->cl;
   x->n_items = n_items;
   x->n_local = n_local;
   if (opt)
@@ -1384,19 +1318,14 @@ int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
   if (rc == 0 && x->rank == 0) rc = hlb__option_env_number("mpi-timeout", &x->timeout_s);
   rc = agree(x, rc, "its argument checks");
   if (rc == 0) rc = layout(x, local_pus);
-  if (rc == 0) rc = setup(x);
-  if (rc == 0) {
-    run_all(x);
-    if (x->rank == 0) {
-      rc = finish(x);
-      if (stats) {
-        int fill_rc = fill_stats(x, stats);
-        rc = rc ? rc : fill_rc;
-      }
-    }
-    rc = share_result(x, rc);
-  }
+  if (rc == 0) rc = setup(x, make_balancer);
+  return rc;
+}
+
+void hlb__dx_end(dx *x) {
+  if (!x) return;
   hlb_balancer_destroy(x->b);
+  hlb_balancer_destroy(x->b_old);
   release_local(x);
   free(x->fly);
   free(x->fly_rq);
@@ -1405,5 +1334,25 @@ int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
   pthread_mutex_destroy(&x->mu);
   MPI_Comm_free(&x->comm);
   free(x);
+}
+
+int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
+                const hlb_codelet *cl, size_t n_items, const hlb_exec_options *opt,
+                hlb_mpi_run_stats *stats) {
+  if (stats) hlb_mpi_run_stats_clear(stats);
+  dx *x = NULL;
+  int rc = hlb__dx_start(comm, local_pus, n_local, cl, n_items, opt, 1, &x);
+  if (rc == 0) {
+    hlb__dx_run(x);
+    if (x->rank == 0) {
+      rc = hlb__dx_finish(x);
+      if (stats) {
+        int fill_rc = hlb__dx_fill_stats(x, stats);
+        rc = rc ? rc : fill_rc;
+      }
+    }
+    rc = hlb__dx_share_result(x, rc);
+  }
+  hlb__dx_end(x);
   return rc;
 }

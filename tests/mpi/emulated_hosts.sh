@@ -101,8 +101,10 @@ emulated_mpirun() {
   PMIX_MCA_gds=hash HLB_MODELS=off timeout 40 mpirun --allow-run-as-root \
     -x PMIX_MCA_gds -x HLB_MODELS --hostfile "$work/hostfile" -np "$np" \
     --mca plm_rsh_agent "$work/rsh" --mca rtc '^hwloc' --mca btl tcp,self \
-    --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" "$@"
+    --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
+    "${mpi_extra[@]}" "$@"
 }
+mpi_extra=()
 
 echo "emulated hosts: $(cut -d' ' -f1 "$work/hostfile" | tr '\n' ' ')(rates: ${rates[*]})"
 # Links: messages of 128 KiB to 1 MiB (above every bucket but the 2gbit one, rank 0's own).
@@ -118,10 +120,11 @@ emulated_mpirun "$hlb" run matmul --mpi --size "$size" --pus cpu:1 "${thr[@]}" -
 # The plan's cluster: profile-links' nodes and links, matmul's item (a row of A in, a row of
 # C out), and the time per row the run showed (profile-links times a built-in kernel, not
 # matmul, and a busy shared machine computes at the speed of the moment).
-python3 - "$work/links.json" "$work/run.json" "$work/plan_cluster.json" "$size" << 'EOF'
+plan_of() { # RUN_JSON PLAN_CLUSTER PLAN_JSON
+  python3 - "$work/links.json" "$1" "$2" "$size" << 'EOF'
 import json, sys
 links, run, out, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], int(sys.argv[4])
-assert run["verified"] is True, "the distributed matmul did not verify"
+assert run["verified"] is True, "the distributed matmul did not verify: " + sys.argv[2]
 # Every PU runs the same throttled kernel on the same machine: one time per row, taken where
 # no link is involved, on rank 0 (its busy time is compute alone). The fitted models of the
 # remote PUs rest on a few blocks each and are too noisy to stand for their speed.
@@ -133,7 +136,9 @@ for node in links["nodes"]:
         pu["time"] = {"const": 0.0, "linear": per_row}
 json.dump(links, open(out, "w"), indent=1)
 EOF
-"$hlb" plan "$work/plan_cluster.json" --items "$size" --json > "$work/plan.json"
+  "$hlb" plan "$2" --items "$size" --json > "$3"
+}
+plan_of "$work/run.json" "$work/plan_cluster.json" "$work/plan.json"
 
 # The check. The plan's model (eq. 3) sends a node its data, then computes: a row costs
 # c + t (compute, transfer). The executor requests one block ahead, so a remote PU's transfer
@@ -146,7 +151,9 @@ EOF
 # the plan's ratio. What a balancer blind to links would do fails it: the three PUs share the
 # same cores, so it gives every host about rank 0's rows (ratio 1, where the plan says < 0.2),
 # and so does the last check: the slowest link must cost its host at least half of rank 0's rows.
-python3 - "$work/links.json" "$work/run.json" "$work/plan.json" "$work/plan_cluster.json" \
+# The flat check's verdict is kept, so that the hierarchical run below is checked either way.
+flat_rc=0
+(python3 - "$work/links.json" "$work/run.json" "$work/plan.json" "$work/plan_cluster.json" \
   "${rates[@]}" << 'EOF'
 import json, sys
 links, run, plan, cl = (json.load(open(p)) for p in sys.argv[1:5])
@@ -182,3 +189,57 @@ if bad:
     sys.exit(1)
 print("emulated_hosts: ok")
 EOF
+) || flat_rc=1
+
+# 4. The hierarchical mode (docs/mpi-executor.md, "Hierarchical mode"), each host a node of one
+#    rank (HLB_MPI_NODE_SIZE=1): rank 0 deals the shares, first by the two-level plan over
+#    profile-links' links (--links) and each node's measured time per row, then in chunks by
+#    the nodes' throughput. The slow-link hosts' rows are checked against the plan of eq. 3 for
+#    this run's time per row (as above).
+mpi_extra=(-x HLB_MPI_NODE_SIZE=1)
+emulated_mpirun "$hlb" run matmul --mpi --hierarchy node --links "$work/links.json" \
+  --size "$size" --pus cpu:1 "${thr[@]}" --json > "$work/hier.json"
+mpi_extra=()
+plan_of "$work/hier.json" "$work/hier_cluster.json" "$work/hier_plan.json"
+# The tolerance. Unlike the flat mode, a node gets its data a share at a time, as in eq. 3 (the
+# next share's input overlaps only the last blocks of the current one), so no overlap factor.
+# What remains is the machine: profile-links' bandwidth of one link varied up to 2.7x between
+# runs under other jobs' load (9-25 MB/s for the 200mbit one), and the plan weighs each host's
+# rows by it; the run's own plan uses the per-row time of its probe shares (a few rows, on a
+# shared machine), while the check's uses rank 0's over the whole run; and 30 % of the rows go
+# in chunks by measured throughput, which follow the links as they were during the run. So
+# each remote host's rows relative to rank 0's must be within 0.5x and 2x the plan's ratio, and
+# the 50mbit host must do less than half of rank 0's rows (a balancer blind to links gives
+# every host about rank 0's rows, ratio 1, where the plan says < 0.2).
+python3 - "$work/hier.json" "$work/hier_plan.json" "$work/hier_cluster.json" "${rates[@]}" << 'EOF'
+import json, sys
+run, plan, cl = (json.load(open(p)) for p in sys.argv[1:4])
+rates = sys.argv[4:]
+nodes = run["nodes"]
+assert len(nodes) == len(rates), f"expected {len(rates)} nodes of one rank each, got {nodes}"
+items = {n["leader"]: n["items"] for n in nodes}
+inrun = {n["leader"]: n["planned"] for n in nodes}
+planned = {int(nd["name"].removeprefix("rank")): nd["items"] for nd in plan["nodes"]}
+bad = []
+print(f"{'host':>6} {'link':>8} {'rows':>5} {'shares':>6} {'run plan':>8} {'plan':>5} "
+      f"{'run/r0':>7} {'plan/r0':>8} {'allowed':>13}")
+for n in nodes:
+    r = n["leader"]
+    rr, pr = items[r] / items[0], planned.get(r, 0) / planned[0]
+    lo, hi = 0.5 * pr, 2.0 * pr
+    print(f"{r:>6} {rates[r]:>8} {items[r]:>5} {n['shares']:>6} {inrun[r]:>8} {planned.get(r, 0):>5}"
+          f" {rr:>7.3f} {pr:>8.3f} {lo:>6.3f}-{hi:<6.3f}")
+    if r != 0 and not lo <= rr <= hi:
+        bad.append(f"host rank{r} ({rates[r]}): did {items[r]} rows, {rr:.3f} x rank 0's; the plan "
+                   f"gives {planned.get(r, 0)} ({pr:.3f} x), allowed {lo:.3f}-{hi:.3f}")
+slow = len(nodes) - 1
+if items[slow] / items[0] > 0.5:
+    bad.append(f"hierarchical: the slowest link ({rates[slow]}) cost its host nothing: "
+               f"{items[slow]} rows against rank 0's {items[0]}")
+assert sum(items.values()) == run["items"], f"rows do not add up: {items}"
+if bad:
+    print("emulated_hosts: hierarchical FAILED:\n  " + "\n  ".join(bad))
+    sys.exit(1)
+print("emulated_hosts: hierarchical ok")
+EOF
+exit $flat_rc

@@ -3,7 +3,8 @@
 # SPMD Jacobi example ends the whole job within a bound, with a non-zero status and a message
 # naming the rank; never a hang (docs/reliability.md, "MPI faults").
 #   rank_faults.sh HLB JACOBI_DIR [case...]
-#     cases: run-kill run-stop run-stop0 (rank 0 stopped) jacobi-kill jacobi-stop
+#     cases: run-kill run-stop run-stop0 (rank 0 stopped) hier-kill hier-stop (--hierarchy node,
+#            rank 2 a node of its own) jacobi-kill jacobi-stop
 # The victim is found by its OMPI_COMM_WORLD_RANK among mpirun's children, so the programs
 # need no hook. A job still alive after its bound is failed, and cleaned up by PID.
 set -uo pipefail
@@ -103,6 +104,11 @@ for c in "${cases[@]}"; do
     "${run_cmd[@]}" ;;
   run-stop) fault run-stop STOP $((HLB_MPI_TIMEOUT + 5)) "rank $VICTIM sent nothing for" -- \
     "${run_cmd[@]}" ;;
+  # Hierarchical mode, ranks {0, 1} and {2} as two nodes: rank 2 is node 1's leader.
+  hier-kill) HLB_MPI_NODE_SIZE=2 fault hier-kill KILL 10 "rank $VICTIM .*(exited on signal|Killed)" \
+    -- "${run_cmd[@]}" --hierarchy node ;;
+  hier-stop) HLB_MPI_NODE_SIZE=2 fault hier-stop STOP $((HLB_MPI_TIMEOUT + 5)) \
+    "leader of node 1 \(rank $VICTIM\) sent nothing for" -- "${run_cmd[@]}" --hierarchy node ;;
   jacobi-kill) fault jacobi-kill KILL 10 "rank $VICTIM .*(exited on signal|Killed)" -- \
     "${jacobi_cmd[@]}" ;;
   jacobi-stop) fault jacobi-stop STOP $((HLB_MPI_TIMEOUT + 5)) "rank $VICTIM" -- \

@@ -59,7 +59,9 @@ typedef struct run_args {
   const char **throttle;
   unsigned n_throttle;
   const char *inject;
-  int starpu; /* --runtime starpu */
+  int hier;          /* --hierarchy node */
+  const char *links; /* --links FILE (hierarchical mode's plan) */
+  int starpu;        /* --runtime starpu */
   const char *starpu_sched;
   size_t starpu_blocks;
 } run_args;
@@ -118,6 +120,13 @@ static int parse_args(int argc, char **argv, run_args *a, hlb_cli_args *cli) {
   a->json = hlb_cli_flag(cli, "json");
   a->compare = hlb_cli_flag(cli, "compare");
   a->mpi = hlb_cli_flag(cli, "mpi");
+  const char *hier = hlb_cli_text(cli, "hierarchy");
+  if (strcmp(hier, "flat") && strcmp(hier, "node"))
+    return hlb_cli_usage_error("run", "--hierarchy: expected flat or node, got '%s'", hier);
+  a->hier = !strcmp(hier, "node");
+  a->links = hlb_cli_text(cli, "mpi-links");
+  if ((a->hier || hlb_cli_get(cli, "mpi-links")->from == HLB_CLI_FLAG) && !a->mpi)
+    return hlb_cli_usage_error("run", "--hierarchy node and --links go with --mpi");
   a->keep_devices = hlb_cli_flag(cli, "keep-devices");
   a->progress = hlb_cli_show_progress(cli);
   a->model_dir = hlb_cli_text(cli, "model-dir");
@@ -643,10 +652,18 @@ static int mpi_inject(const run_args *a, const mpi_pu_names *g, hlb_exec_options
   return 0;
 }
 
-static void run_once_mpi(hlb_app *app, const hlb_exec_pu *pus, unsigned n,
+static void run_once_mpi(const run_args *a, hlb_app *app, const hlb_exec_pu *pus, unsigned n,
                          const hlb_exec_options *o, outcome *out, hlb_mpi_run_stats *st, int rank) {
   memset(out, 0, sizeof *out);
-  out->rc = hlb_mpi_run(MPI_COMM_WORLD, pus, n, hlb_app_codelet(app), hlb_app_items(app), o, st);
+  if (a->hier) {
+    hlb_mpi_hier_options ho;
+    hlb_mpi_hier_options_default(&ho);
+    ho.links = a->links;
+    out->rc = hlb_mpi_run_hier(MPI_COMM_WORLD, pus, n, hlb_app_codelet(app), hlb_app_items(app), o,
+                               &ho, st);
+  } else {
+    out->rc = hlb_mpi_run(MPI_COMM_WORLD, pus, n, hlb_app_codelet(app), hlb_app_items(app), o, st);
+  }
   if (out->rc == 0 && rank == 0) {
     int v = hlb_app_verify(app);
     out->verified = v == 0;
@@ -654,6 +671,48 @@ static void run_once_mpi(hlb_app *app, const hlb_exec_pu *pus, unsigned n,
   }
   if (out->rc) snprintf(out->error, sizeof out->error, "%s", hlb_last_error());
   out->st = st->exec;
+}
+
+/* The hierarchical mode's nodes: a "nodes" member of --json, a table otherwise. */
+static void print_json_mpi(const run_args *a, const hlb_app *app, const outcome *r,
+                           const outcome *greedy, const outcome *stat,
+                           const hlb_mpi_run_stats *st) {
+  cJSON *o = run_json(a, app, r, greedy, stat, st->rank);
+  if (st->n_nodes) {
+    cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+    for (unsigned i = 0; i < st->n_nodes; i++) {
+      cJSON *nd = cJSON_CreateObject();
+      cJSON_AddNumberToObject(nd, "leader", st->node_leader[i]);
+      cJSON *ranks = cJSON_AddArrayToObject(nd, "ranks");
+      for (int r = 0; r < st->n_ranks; r++)
+        if (st->rank_node[r] == (int)i) cJSON_AddItemToArray(ranks, cJSON_CreateNumber(r));
+      cJSON_AddNumberToObject(nd, "items", (double)st->node_items[i]);
+      cJSON_AddNumberToObject(nd, "planned", (double)st->node_planned[i]);
+      cJSON_AddNumberToObject(nd, "shares", st->node_shares[i]);
+      cJSON_AddBoolToObject(nd, "failed", st->node_failed[i]);
+      cJSON_AddItemToArray(nodes, nd);
+    }
+    cJSON_AddNumberToObject(o, "plan_makespan_s", st->plan_makespan_s);
+  }
+  char *text = cJSON_Print(o);
+  puts(text);
+  free(text);
+  cJSON_Delete(o);
+}
+
+static void print_nodes(const hlb_mpi_run_stats *st) {
+  if (!st->n_nodes) return;
+  printf("nodes (hierarchical mode; planned: the two-level plan's share of the items it placed, "
+         "T = %.4f s)\n",
+         st->plan_makespan_s);
+  for (unsigned i = 0; i < st->n_nodes; i++) {
+    printf("  node %u  leader rank %d  ranks", i, st->node_leader[i]);
+    for (int r = 0; r < st->n_ranks; r++)
+      if (st->rank_node[r] == (int)i) printf(" %d", r);
+    printf("  items %zu  planned %zu  shares %u%s\n", st->node_items[i], st->node_planned[i],
+           st->node_shares[i],
+           st->node_failed[i] ? "  FAILED (its shares went to the others)" : "");
+  }
 }
 
 /* Every rank takes part in every run; rank 0 owns the data, verifies and prints. */
@@ -671,16 +730,18 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
   const char *policies[3] = {a->policy_arg, "greedy", "static"};
   int runs = a->compare ? 3 : 1;
   if (g->rank == 0 && !a->json) {
-    printf("hlb run %s --mpi: size %zu, %zu items per pass, policy %s%s%s, %u PUs on %d ranks\n",
-           a->app, a->size ? a->size : hlb_app_info_of(app)->default_size, hlb_app_items(app),
-           a->policy, a->params ? " " : "", a->params ? a->params : "", g->total, g->n_ranks);
+    printf("hlb run %s --mpi%s: size %zu, %zu items per pass, policy %s%s%s, %u PUs on %d "
+           "ranks\n",
+           a->app, a->hier ? " --hierarchy node" : "",
+           a->size ? a->size : hlb_app_info_of(app)->default_size, hlb_app_items(app), a->policy,
+           a->params ? " " : "", a->params ? a->params : "", g->total, g->n_ranks);
     fflush(stdout);
   }
   for (int k = 0; k < runs; k++) {
     hlb_exec_options ok = o;
     ok.policy = policies[k];
     if (k) ok.inject_pu = -1, ok.params = NULL;
-    run_once_mpi(app, pus, n, &ok, &r[k], &st[k], g->rank);
+    run_once_mpi(a, app, pus, n, &ok, &r[k], &st[k], g->rank);
   }
   int ok = r[0].verified;
   if (g->rank == 0) {
@@ -691,9 +752,10 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
                                   a->compare ? &r[2] : NULL, st[0].rank))
         ok = 0;
       if (a->json)
-        print_json(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
+        print_json_mpi(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, &st[0]);
       else
         print_text(a, app, &r[0], a->compare ? &r[1] : NULL, a->compare ? &r[2] : NULL, st[0].rank);
+      if (!a->json) print_nodes(&st[0]);
       if (!r[0].verified) fprintf(stderr, "hlb run: %s: %s\n", a->app, r[0].error);
     }
   }

@@ -10,6 +10,11 @@
  *   test_dexec die      rank 1's process exits inside its second block: the job must end
  *                       (non-zero) instead of hanging; CTest runs it with WILL_FAIL
  *   test_dexec badargs  n_items = 0: every rank gets HLB_EINVAL
+ *   test_dexec hier     hlb_mpi_run_hier, nodes of 2 ranks (run with 4: 2 nodes)
+ *   test_dexec hier-pack  the same with the input through pack (each item packed once: rank 0
+ *                       packs a share once, whatever the node does with it)
+ *   test_dexec hier0    hlb_mpi_run_hier, nodes of 1 rank, rank 0 offers no PU: its node takes
+ *                       no part and rank 0 only deals the shares
  * A second argument names the policy (default: the balancer's default).
  */
 #include <math.h>
@@ -87,7 +92,9 @@ static void pack(void *user, size_t begin, size_t count, void *dst) {
 
 static int rank, size;
 
-static void check_result(const work *w, const hlb_mpi_run_stats *st, int inject_g) {
+/* first: the rank of the first PU (1 when rank 0 offers none); one PU on every rank after. */
+static void check_result(const work *w, const hlb_mpi_run_stats *st, int inject_g, int first,
+                         int remote) {
   size_t bad = 0, twice = 0, items = 0;
   for (size_t i = 0; i < N_ITEMS; i++) {
     /* The OpenCL compiler may contract to fma: allow rounding, nothing more. */
@@ -99,11 +106,12 @@ static void check_result(const work *w, const hlb_mpi_run_stats *st, int inject_
   }
   CHECK(bad == 0, "%zu outputs differ from the sequential result", bad);
   CHECK(twice == 0, "%zu items did not arrive exactly once", twice);
-  CHECK(st->exec.n_pus == (unsigned)size, "stats: %u PUs for %d ranks (one each)", st->exec.n_pus,
-        size);
+  CHECK(st->exec.n_pus == (unsigned)(size - first), "stats: %u PUs for %d ranks", st->exec.n_pus,
+        size - first);
   for (unsigned g = 0; g < st->exec.n_pus; g++) {
     items += st->exec.per_pu[g].items;
-    CHECK(st->rank[g] == (int)g, "stats: pu %u on rank %d, expected %u", g, st->rank[g], g);
+    CHECK(st->rank[g] == (int)g + first, "stats: pu %u on rank %d, expected %d", g, st->rank[g],
+          (int)g + first);
     if ((int)g == inject_g)
       CHECK(st->exec.per_pu[g].retired && st->exec.per_pu[g].items == 0 &&
                 st->exec.per_pu[g].failed_blocks > 0,
@@ -113,7 +121,7 @@ static void check_result(const work *w, const hlb_mpi_run_stats *st, int inject_
       CHECK(!st->exec.per_pu[g].retired, "stats: pu %u retired", g);
   }
   CHECK(items == N_ITEMS, "stats: %zu items processed, expected %u", items, N_ITEMS);
-  CHECK(st->remote_blocks > 0 && st->bytes_from_ranks > 0,
+  CHECK(!remote || (st->remote_blocks > 0 && st->bytes_from_ranks > 0),
         "stats: no block ran on another rank (%zu blocks, %zu bytes back)", st->remote_blocks,
         st->bytes_from_ranks);
   CHECK(st->n_ranks == size, "stats: %d ranks, expected %d", st->n_ranks, size);
@@ -156,7 +164,8 @@ int main(int argc, char **argv) {
                     .opencl_source = poly_cl,
                     .opencl_kernel = "poly"};
   if (!strcmp(mode, "die") && rank == 1) die_after = 2;
-  if (!strcmp(mode, "pack")) {
+  int hier = !strncmp(mode, "hier", 4), hier0 = !strcmp(mode, "hier0");
+  if (!strcmp(mode, "pack") || !strcmp(mode, "hier-pack")) {
     cl.in = NULL;
     cl.pack = pack;
     cl.unpack = NULL;
@@ -180,14 +189,35 @@ int main(int argc, char **argv) {
   size_t n_items = !strcmp(mode, "badargs") ? 0 : N_ITEMS;
   hlb_mpi_run_stats st;
   memset(&st, 0, sizeof st);
-  rc = hlb_mpi_run(MPI_COMM_WORLD, &pu, 1, &cl, n_items, &opt, &st);
+  if (hier) {
+    hlb_mpi_hier_options ho;
+    hlb_mpi_hier_options_default(&ho);
+    ho.node_size = hier0 ? 1 : 2;
+    rc = hlb_mpi_run_hier(MPI_COMM_WORLD, &pu, hier0 && rank == 0 ? 0 : 1, &cl, n_items, &opt, &ho,
+                          &st);
+  } else {
+    rc = hlb_mpi_run(MPI_COMM_WORLD, &pu, 1, &cl, n_items, &opt, &st);
+  }
   if (n_items == 0) {
     CHECK(rc == HLB_EINVAL, "n_items 0: rc %d (%s), expected HLB_EINVAL", rc, hlb_last_error());
     CHECK(strstr(hlb_last_error(), "n_items") != NULL, "n_items 0: message '%s'", hlb_last_error());
   } else {
     CHECK(rc == 0, "hlb_mpi_run: %s (%s)", hlb_err_name(rc), hlb_last_error());
     if (rank == 0 && rc == 0) {
-      check_result(&w, &st, inject_g);
+      check_result(&w, &st, inject_g, hier0, !hier0);
+      for (unsigned i = 0; i < st.n_nodes; i++)
+        printf("  node %u (leader rank %d): %zu items in %u shares, planned %zu, failed %d\n", i,
+               st.node_leader[i], st.node_items[i], st.node_shares[i], st.node_planned[i],
+               st.node_failed[i]);
+      if (hier) {
+        size_t sum = 0;
+        for (unsigned i = 0; i < st.n_nodes; i++)
+          sum += st.node_items[i];
+        CHECK(st.n_nodes == (unsigned)(hier0 ? size : size / 2) && sum == N_ITEMS,
+              "hier: %u nodes with %zu items", st.n_nodes, sum);
+        CHECK(!hier0 || (st.node_failed[0] && st.node_items[0] == 0),
+              "hier0: rank 0's node, which offers no PU, did %zu items", st.node_items[0]);
+      }
       printf("%s on %d ranks: policy %s, makespan %.4f s, setup %.4f s, %zu remote blocks, "
              "%zu bytes out, %zu back\n",
              mode, size, st.exec.policy, st.exec.makespan_s, st.setup_s, st.remote_blocks,
