@@ -207,12 +207,18 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * stopped: measured, PoCL's matmul at n = 2048 was 170x slower than a core and its abandoned
  * second block kept the core busy for most of the run). */
 #define HLB_EXEC_RELEASE_CLEAR_FACTOR 4.0
-/* ... provided that first block took at least this long (seconds). One block's items over its
- * time is only a lower bound on the device's rate: its fixed cost (a kernel launch, a
- * synchronisation, well under a millisecond for OpenCL and CUDA) may be most of a short block,
- * and a GPU's first small block can be slower than a core's while its large blocks are 50x
- * faster. A block of 10 ms or more holds at most a tenth of such a cost. */
-#define HLB_EXEC_RELEASE_CLEAR_MIN_S 0.01
+/* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
+ * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
+ * OpenCL and CUDA; its first block may also carry one-time work the set-up launch did not
+ * catch (measured: PoCL's first spmv block of 1000 rows took 3-4 ms, its next ones 0.1 ms for
+ * 4000). Items over busy time only bound such a device's rate from below, since a short block
+ * may be mostly that cost (a GPU's first small block can be slower than a core while its large
+ * blocks are 50x faster), so it is judged on its items over its busy time less these (a bound
+ * from above), and not at all while that leaves no time. A device computing on this machine's
+ * cores (PoCL) is judged on what it did, and on its first block alone only when that block
+ * took HLB_EXEC_FIRST_BLOCK_MAX_S or more (docs/executor.md). */
+#define HLB_EXEC_LAUNCH_MAX_S 0.001
+#define HLB_EXEC_FIRST_BLOCK_MAX_S 0.01
 
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
  * no injection. */

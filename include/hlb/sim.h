@@ -50,7 +50,9 @@ typedef struct hlb_sim_options {
 /* A device whose first block alone shows it this many times slower than the cores it holds is
  * released after that block (the executor's HLB_EXEC_RELEASE_CLEAR_FACTOR). */
 #define HLB_SIM_RELEASE_CLEAR_FACTOR 4.0
-/* ... when that block took at least this long (the executor's HLB_EXEC_RELEASE_CLEAR_MIN_S). */
+/* ... when that block took at least this long. The simulator judges every driver-core PU as
+ * the executor judges a device computing on the cores (HLB_EXEC_FIRST_BLOCK_MAX_S): on its
+ * items over its busy time. */
 #define HLB_SIM_RELEASE_CLEAR_MIN_S 0.01
 
 /* A driver-core PU the simulator released, with both figures of the decision. */

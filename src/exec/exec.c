@@ -381,11 +381,33 @@ static void release_stored(run_ctx *r, const hlb__exec_models *m) {
   }
 }
 
+/* 1 when device PU i computes on this machine's cores (a CPU-type OpenCL device's compute
+ * units), 0 when it holds only a driver thread (a GPU). */
+static int computes_on_cores(const hlb_executor *ex, unsigned i) {
+  return ex->pu[i].backend == HLB_BACKEND_OPENCL && ex->pu[i].cores > 0;
+}
+
+/* The device's items per second the judgement uses, having done `items` in `blocks` blocks
+ * over `busy` seconds. A device computing on the cores is judged on what it did: its per-block
+ * costs are costs of using those cores this way (measured, PoCL's spmv and k-means with the
+ * allowance below were kept, and ran 1.2-1.4x slower than with the core in the cpu PU). A
+ * device holding only a driver thread is judged on the most it could do in large blocks: its
+ * first block may have spent up to HLB_EXEC_FIRST_BLOCK_MAX_S and each later one
+ * HLB_EXEC_LAUNCH_MAX_S on something else than its items, and its large blocks are what it
+ * is kept for. +inf while that leaves no time (nothing can be told yet). */
+static double judged_rate(const hlb_executor *ex, unsigned dev, size_t items, double busy,
+                          size_t blocks) {
+  double t = busy;
+  if (!computes_on_cores(ex, dev))
+    t -= HLB_EXEC_FIRST_BLOCK_MAX_S + (double)(blocks - 1) * HLB_EXEC_LAUNCH_MAX_S;
+  return t > 0 ? (double)items / t : INFINITY;
+}
+
 /* A device that holds host cores is kept only while it adds more items per second than those
  * cores add to the cpu PU (both measured in this run over their finished blocks, emulated
- * throttling included). It is judged once it finished HLB_EXEC_RELEASE_BLOCKS blocks; after
- * its first block if that block alone (of HLB_EXEC_RELEASE_CLEAR_MIN_S or more) shows it
- * HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or
+ * throttling included; the device's rate as judged_rate says). It is judged once
+ * it finished HLB_EXEC_RELEASE_BLOCKS blocks; after its first block if that block alone shows
+ * it HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or
  * while its second block runs: its items over its busy time so far, counting the block in
  * flight as done, is more than it can have reached, so when even that is below the cores'
  * rate the device is slower for sure. (Its first block is never judged in flight: it may carry
@@ -400,15 +422,16 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
   if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
   *core_rate = items_per_busy_s(host) / cpu_cores_now(r, cpu);
+  if (d->blocks < 1) return 0;
   if (r->in_block[dev]) {
-    if (d->blocks < 1) return 0;
     double busy = d->busy_s + (rel_now(r) - r->block_start[dev]);
-    *dev_rate = (double)(d->items + r->block_count[dev]) / busy;
+    *dev_rate = judged_rate(ex, dev, d->items + r->block_count[dev], busy, d->blocks + 1);
   } else {
-    if (d->blocks < 1) return 0;
-    *dev_rate = items_per_busy_s(d);
+    *dev_rate = judged_rate(ex, dev, d->items, d->busy_s, d->blocks);
+    /* On its first block alone, a device computing on the cores only when that block is long
+     * enough to hold a first block's one-time work several times over. */
     if (d->blocks < HLB_EXEC_RELEASE_BLOCKS)
-      return d->busy_s >= HLB_EXEC_RELEASE_CLEAR_MIN_S &&
+      return (!computes_on_cores(ex, dev) || d->busy_s >= HLB_EXEC_FIRST_BLOCK_MAX_S) &&
              *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
   }
   return *core_rate > 0 && *dev_rate < *core_rate * held;
@@ -430,7 +453,7 @@ static int release_weak_locked(driver *d) {
       return 1;
     }
     /* Judged on its first blocks and not released: say so once. */
-    if (core_rate > 0 && !r->ex->release_reason[d->pu][0] &&
+    if (core_rate > 0 && isfinite(dev_rate) && !r->ex->release_reason[d->pu][0] &&
         r->st[d->pu].blocks >= HLB_EXEC_RELEASE_BLOCKS)
       note_kept(r, d->pu, cpu, dev_rate, core_rate);
     return 0;

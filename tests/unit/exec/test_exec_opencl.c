@@ -429,7 +429,7 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
  * faster (on a kernel heavy enough that its launches do not dominate) is kept after its first
  * blocks, with both rates in the reason; beside a cpu PU the user sized nothing is judged.
  * Throttles of 200x make the outcome independent of the machine's load, and the throttled
- * device's first block longer than HLB_EXEC_RELEASE_CLEAR_MIN_S. */
+ * device's first block much longer than HLB_EXEC_LAUNCH_MAX_S. */
 static void test_judged_devices(void **st) {
   (void)st;
   hlb_exec_stats s = {0};
