@@ -58,6 +58,11 @@ typedef struct hlb_pu_desc {
   double speed_hint; /* relative speed for the `proportional` policy; 0 = unknown (1) */
   size_t min_block;  /* smallest block worth sending (except the pool's tail); 0 = granularity */
   size_t max_block;  /* largest block the PU can hold; 0 = no limit */
+  /* Largest first block of the PU, whatever the policy asks (0 = no limit; rounded down to the
+   * granularity, at least one granule). For a PU whose first block costs more than its own
+   * time: the executor gives a device that holds a core of the cpu PU a first block of one
+   * granule when nothing is known of it, since that block holds the core until it ends. */
+  size_t first_block;
 } hlb_pu_desc;
 
 typedef struct hlb_balancer_config {

@@ -71,6 +71,7 @@ static int copy_pus(hlb_balancer *b, const hlb_balancer_config *c) {
     if (d->speed_hint == 0) d->speed_hint = 1.0;
     d->min_block = d->min_block > g ? (d->min_block + g - 1) / g * g : g;
     if (d->max_block) d->max_block = d->max_block / g * g;
+    if (d->first_block) d->first_block = d->first_block > g ? d->first_block / g * g : g;
   }
   return 0;
 }
@@ -245,6 +246,7 @@ static size_t clamp_count(const hlb_balancer *b, unsigned pu, size_t want) {
   const hlb_pu_desc *d = &b->pus[pu];
   if (c < d->min_block) c = d->min_block;
   if (d->max_block && c > d->max_block) c = d->max_block;
+  if (d->first_block && b->pu[pu].granted == 0 && c > d->first_block) c = d->first_block;
   return c;
 }
 
@@ -294,6 +296,7 @@ static int grant(hlb_balancer *b, unsigned pu, double now, size_t want, double s
     b->log[f->log_index].solver_s = solver;
   }
   b->in_flight++;
+  b->pu[pu].granted++;
   b->busy += b->pu[pu].flying.count == 1;
   *out = (hlb_block){
       .id = b->next_id++, .begin = r.begin, .count = r.count, .pu = pu, .granted_s = now};

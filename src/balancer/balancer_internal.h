@@ -14,6 +14,7 @@
 typedef struct hlb__pu_state {
   hlb__flight_list flying; /* blocks in flight, oldest first */
   int alive;
+  size_t granted; /* blocks granted so far (hlb_pu_desc.first_block) */
 } hlb__pu_state;
 
 struct hlb_balancer {

@@ -459,7 +459,10 @@ static int make_balancer(sim *s) {
           hlb_curve_transfer(&k, share);
     size_t cap = cp->max_items;
     if (c->nodes[cp->node].max_items < cap) cap = c->nodes[cp->node].max_items;
-    d[p] = (hlb_pu_desc){cp->name, cp->kind, t > 0 ? share / t : 0.0, 0, cap == SIZE_MAX ? 0 : cap};
+    d[p] = (hlb_pu_desc){.name = cp->name,
+                         .kind = cp->kind,
+                         .speed_hint = t > 0 ? share / t : 0.0,
+                         .max_block = cap == SIZE_MAX ? 0 : cap};
   }
   hlb_balancer_config cfg = {.n_items = o->n_items,
                              .granularity = o->granularity,

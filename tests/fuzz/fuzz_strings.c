@@ -15,7 +15,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static void block_policy_params(unsigned which, const char *text) {
   const hlb_policy_ops *ops = hlb_policy_at(which % hlb_policy_count());
-  hlb_pu_desc pus[2] = {{"a", "cpu", 1, 0, 0}, {"b", "gpu", 2, 0, 0}};
+  hlb_pu_desc pus[2] = {{"a", "cpu", 1, 0, 0, 0}, {"b", "gpu", 2, 0, 0, 0}};
   hlb_balancer_config c = {
       .n_items = 1000, .n_pus = 2, .pus = pus, .policy = ops->name, .params = text};
   hlb_balancer *b = NULL;

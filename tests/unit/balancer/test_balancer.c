@@ -16,10 +16,10 @@
 #include "hlb/model.h"
 #include "hlb/policy.h"
 
-static hlb_pu_desc pus[4] = {{"cpu0", "cpu", 1, 0, 0},
-                             {"gpu0", "gpu", 4, 0, 0},
-                             {"cpu1", "cpu", 1, 0, 0},
-                             {"gpu1", "gpu", 4, 0, 0}};
+static hlb_pu_desc pus[4] = {{"cpu0", "cpu", 1, 0, 0, 0},
+                             {"gpu0", "gpu", 4, 0, 0, 0},
+                             {"cpu1", "cpu", 1, 0, 0, 0},
+                             {"gpu1", "gpu", 4, 0, 0, 0}};
 
 static hlb_balancer_config config(size_t n, unsigned n_pus, const char *policy,
                                   const char *params) {
@@ -56,13 +56,14 @@ static void bad_configs_are_named(void **state) {
   expect_error(&c, HLB_EINVAL, "n_items must be > 0");
   c = config(10, 0, "greedy", NULL);
   expect_error(&c, HLB_EINVAL, "n_pus must be > 0");
-  hlb_pu_desc bad[2] = {{"a", "cpu", 1, 0, 0}, {"b", "cpu", NAN, 0, 0}};
+  hlb_pu_desc bad[2] = {{"a", "cpu", 1, 0, 0, 0}, {"b", "cpu", NAN, 0, 0, 0}};
   c = config(10, 2, "greedy", NULL);
   c.pus = bad;
   expect_error(&c, HLB_EINVAL, "pu 1: speed_hint");
-  bad[1] = (hlb_pu_desc){"b", "cpu", 1, 50, 20};
+  bad[1] =
+      (hlb_pu_desc){.name = "b", .kind = "cpu", .speed_hint = 1, .min_block = 50, .max_block = 20};
   expect_error(&c, HLB_EINVAL, "pu 1: min_block 50 is larger than max_block 20");
-  bad[1] = (hlb_pu_desc){"b", "cpu", 1, 0, 5};
+  bad[1] = (hlb_pu_desc){.name = "b", .kind = "cpu", .speed_hint = 1, .max_block = 5};
   c.granularity = 8;
   expect_error(&c, HLB_EINVAL, "pu 1: max_block 5 is smaller than the granularity 8");
 }
@@ -244,7 +245,9 @@ static void rejected_samples_still_count(void **state) {
 
 static void min_max_and_granularity(void **state) {
   (void)state;
-  hlb_pu_desc d[2] = {{"small", "cpu", 1, 25, 40}, {"big", "gpu", 1, 0, 0}};
+  hlb_pu_desc d[2] = {
+      {.name = "small", .kind = "cpu", .speed_hint = 1, .min_block = 25, .max_block = 40},
+      {.name = "big", .kind = "gpu", .speed_hint = 1}};
   hlb_balancer_config c = config(1005, 2, "greedy", "chunk=5");
   c.pus = d;
   c.granularity = 10;
@@ -264,6 +267,31 @@ static void min_max_and_granularity(void **state) {
   assert_int_equal(hlb_balancer_next(b, 1, 0, &a), HLB_GRANT);
   assert_int_equal(a.begin, 40);
   assert_int_equal(a.count, 965); /* all that is left, tail of 5 included */
+  hlb_balancer_destroy(b);
+}
+
+/* first_block caps a PU's first grant only (rounded to the granularity, at least one granule),
+ * whatever the policy asks; the other PU and later blocks are as asked. */
+static void first_block_caps_the_first_grant(void **state) {
+  (void)state;
+  hlb_pu_desc d[2] = {{.name = "dev", .kind = "opencl", .first_block = 3}, {.name = "cpu"}};
+  hlb_balancer_config c = config(1000, 2, "greedy", "chunk=50");
+  c.pus = d;
+  c.granularity = 10;
+  hlb_balancer *b;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  hlb_block a;
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 10); /* 3 -> one granule */
+  assert_int_equal(hlb_balancer_next(b, 1, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 50);
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 50); /* the second block is the policy's */
+  hlb_balancer_destroy(b);
+  d[0].first_block = 25;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 20); /* rounded down to the granularity */
   hlb_balancer_destroy(b);
 }
 
@@ -325,7 +353,7 @@ static void many_blocks_out_of_order(void **state) {
   enum { NP = 64, DEPTH = 3 };
   hlb_pu_desc d[NP];
   for (int p = 0; p < NP; p++)
-    d[p] = (hlb_pu_desc){"pu", "cpu", 1, 0, 0};
+    d[p] = (hlb_pu_desc){.name = "pu", .kind = "cpu", .speed_hint = 1};
   hlb_balancer_config c = config(2000000, NP, "greedy", "chunk=7");
   c.pus = d;
   hlb_balancer *b;
@@ -466,6 +494,7 @@ int main(void) {
       cmocka_unit_test(retirement),
       cmocka_unit_test(rejected_samples_still_count),
       cmocka_unit_test(min_max_and_granularity),
+      cmocka_unit_test(first_block_caps_the_first_grant),
       cmocka_unit_test(decision_log),
       cmocka_unit_test(exactly_once_detects_double_and_missing),
       cmocka_unit_test(many_blocks_out_of_order),

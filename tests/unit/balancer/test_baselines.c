@@ -35,7 +35,7 @@ static void sim_start(sim *s, const char *policy, const char *params, size_t n_i
   memset(s, 0, sizeof *s);
   hlb_pu_desc d[MAXPU];
   for (unsigned p = 0; p < n; p++) {
-    d[p] = (hlb_pu_desc){"pu", "cpu", hint ? hint[p] : 0, 0, 0};
+    d[p] = (hlb_pu_desc){.name = "pu", .kind = "cpu", .speed_hint = hint ? hint[p] : 0};
     s->speed[p] = speed[p];
   }
   s->n = n;

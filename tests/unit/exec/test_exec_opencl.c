@@ -428,18 +428,20 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
  * that core is released after that block: no second block keeps its core busy. A device far
  * faster (on a kernel heavy enough that its launches do not dominate) is kept after its first
  * blocks, with both rates in the reason; beside a cpu PU the user sized nothing is judged.
- * Throttles of 200x make the outcome independent of the machine's load, and the throttled
- * device's first block much longer than HLB_EXEC_LAUNCH_MAX_S. */
+ * Throttles of 200x and 1000x make the outcome independent of the machine's load; the released
+ * device's first block (one item: nothing is known of it) takes well over the 10 ms
+ * (HLB_EXEC_FIRST_BLOCK_MAX_S) a first block must last to be judged alone. */
 static void test_judged_devices(void **st) {
   (void)st;
   hlb_exec_stats s = {0};
-  run_stats("cpu,opencl:0", 200, 1, "chunk=5", &s);
+  run_stats("cpu,opencl:0", 1000, 1, "chunk=5", &s);
   if (s.pu[1].cores == 0) { /* not a CPU-type device: it holds no core, nothing to judge */
     hlb_exec_stats_clear(&s);
     return;
   }
   assert_int_equal(s.per_pu[1].released, 1);
   assert_int_equal(s.per_pu[1].blocks, 1);
+  assert_int_equal(s.per_pu[1].items, 1); /* nothing known of it: a first block of one item */
   assert_non_null(strstr(s.per_pu[1].release_reason, "released: "));
   assert_int_equal(s.per_pu[0].cores_given, 1);
   hlb_exec_stats_clear(&s);
