@@ -31,6 +31,22 @@
 
 #define MAX_POL 32
 
+/* The synthetic clusters' shared parts: the item and noise, and before every 8th PU the
+ * node that holds it (the first node the manager's, on a free link). */
+static size_t cluster_head(char *s, size_t cap) {
+  return (size_t)snprintf(s, cap,
+                          "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, "
+                          "\"noise_sigma\": 0.05, \"nodes\": [");
+}
+
+static size_t node_head(char *s, size_t cap, unsigned p) {
+  if (p % 8) return 0;
+  return (size_t)snprintf(s, cap,
+                          "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": %g, "
+                          "\"bandwidth_Bps\": 1.25e9}, \"pus\": [",
+                          p ? "]}, " : "", p / 8, p < 8 ? 0.0 : 2e-5);
+}
+
 /* A synthetic cluster of n PUs, 8 per node, speeds spread over [1, spread] log-uniformly;
  * PUs faster than sqrt(spread) are "gpu" (behind a PCIe link), the rest "cpu". */
 static char *random_cluster_json(unsigned n, double spread, uint64_t seed) {
@@ -39,15 +55,9 @@ static char *random_cluster_json(unsigned n, double spread, uint64_t seed) {
   size_t cap = 512 + (size_t)n * 320;
   char *s = malloc(cap);
   if (!s) return NULL;
-  size_t len = (size_t)snprintf(s, cap,
-                                "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, "
-                                "\"noise_sigma\": 0.05, \"nodes\": [");
+  size_t len = cluster_head(s, cap);
   for (unsigned p = 0; p < n; p++) {
-    if (p % 8 == 0)
-      len += (size_t)snprintf(s + len, cap - len,
-                              "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": %g, "
-                              "\"bandwidth_Bps\": 1.25e9}, \"pus\": [",
-                              p ? "]}, " : "", p / 8, p < 8 ? 0.0 : 2e-5);
+    len += node_head(s + len, cap - len, p);
     double speed = pow(spread, hlb__rng_uniform(&rng)); /* 1 = slowest: 10 ms per item */
     int gpu = speed > sqrt(spread);
     len += (size_t)snprintf(
@@ -72,15 +82,9 @@ static char *superlinear_cluster_json(unsigned n, uint64_t seed) {
   size_t cap = 512 + (size_t)n * 360;
   char *s = malloc(cap);
   if (!s) return NULL;
-  size_t len = (size_t)snprintf(s, cap,
-                                "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, "
-                                "\"noise_sigma\": 0.05, \"nodes\": [");
+  size_t len = cluster_head(s, cap);
   for (unsigned p = 0; p < n; p++) {
-    if (p % 8 == 0)
-      len += (size_t)snprintf(s + len, cap - len,
-                              "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": %g, "
-                              "\"bandwidth_Bps\": 1.25e9}, \"pus\": [",
-                              p ? "]}, " : "", p / 8, p < 8 ? 0.0 : 2e-5);
+    len += node_head(s + len, cap - len, p);
     double speed = pow(30.0, hlb__rng_uniform(&rng));
     double lin = 1e-2 / speed, f = lin * 5.0 * pow(20.0, hlb__rng_uniform(&rng));
     double ystar = 100.0 * pow(30.0, hlb__rng_uniform(&rng)), kind = hlb__rng_uniform(&rng);
