@@ -23,7 +23,6 @@ typedef struct run_ctx {
   pthread_cond_t cv;                  /* broadcast after every done/fail/retire */
   double called;                      /* hlb__now() when hlb_executor_run was called */
   double t0;                          /* hlb__now() at the start of the run */
-  double setup_s;                     /* t0 - called */
   double last_end;                    /* latest block end, run-relative; guarded by mu */
   unsigned waiting, in_flight, alive; /* drivers waiting, blocks running, PUs alive; mu */
   int error;                          /* first fatal error of a driver; guarded by mu */
@@ -403,22 +402,26 @@ static double judged_rate(const hlb_executor *ex, unsigned dev, size_t items, do
   return t > 0 ? (double)items / t : INFINITY;
 }
 
+/* 1 when devices holding cores of the automatic cpu PU are judged in this run (should_release). */
+static int judges_devices(const run_ctx *r) {
+  int cpu = automatic_cpu_pu(r->ex);
+  return !r->opt.keep_weak_devices && cpu >= 0 && r->ex->ops[cpu]->set_cores && r->prepared[cpu];
+}
+
 /* A device that holds host cores is kept only while it adds more items per second than those
  * cores add to the cpu PU (both measured in this run over their finished blocks, emulated
- * throttling included; the device's rate as judged_rate says). It is judged once
- * it finished HLB_EXEC_RELEASE_BLOCKS blocks; after its first block if that block alone shows
- * it HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or
- * while its second block runs: its items over its busy time so far, counting the block in
- * flight as done, is more than it can have reached, so when even that is below the cores'
- * rate the device is slower for sure. (Its first block is never judged in flight: it may carry
- * a one-time warm-up.) Returns 1 and fills the rates when `dev` should go. */
+ * throttling included; the device's rate as judged_rate says). It is judged once it finished
+ * HLB_EXEC_RELEASE_BLOCKS blocks; after its first block if that block alone shows it
+ * HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or while its second block runs: its items over
+ * its busy time so far, counting the block in flight as done, is more than it can have
+ * reached, so when even that is below the cores' rate the device is slower for sure. (Its
+ * first block is never judged in flight: it may carry a one-time warm-up.) Returns 1 and fills
+ * the rates when `dev` should go; `cpu` is the automatic cpu PU. */
 static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_rate,
                           double *core_rate) {
   const hlb_executor *ex = r->ex;
   unsigned held = held_cores(ex, dev);
-  if (r->opt.keep_weak_devices || !held || cpu < 0 || !r->prepared[cpu] || !r->prepared[dev] ||
-      !ex->ops[cpu]->set_cores || ex->released[dev])
-    return 0;
+  if (!judges_devices(r) || !held || !r->prepared[dev] || ex->released[dev]) return 0;
   const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
   if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
   *core_rate = items_per_busy_s(host) / cpu_cores_now(r, cpu);
@@ -573,12 +576,6 @@ static int check_args(const hlb_executor *ex, const hlb_codelet *cl, size_t n_it
   return hlb__error(HLB_EINVAL, "codelet '%s': no kernel for any of the %u PUs", name, ex->n);
 }
 
-/* 1 when devices holding cores of the automatic cpu PU are judged in this run (should_release). */
-static int judges_devices(const run_ctx *r) {
-  int cpu = automatic_cpu_pu(r->ex);
-  return !r->opt.keep_weak_devices && cpu >= 0 && r->ex->ops[cpu]->set_cores && r->prepared[cpu];
-}
-
 /* The balancer over the PUs that take part; bidx maps its PU numbers to the executor's. */
 static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_items,
                          const hlb__exec_models *models) {
@@ -658,7 +655,7 @@ static int fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_it
     s->per_pu[i].cores_given = r->ex->cores_given[i];
   }
   s->makespan_s = r->last_end;
-  s->setup_s = r->setup_s;
+  s->setup_s = r->t0 - r->called;
   s->kept_kernels = hlb__session_kernels(r->ex);
   s->solver_s = hlb_balancer_solver_seconds(r->b);
   for (unsigned j = 0; j < nb; j++) {
@@ -692,7 +689,6 @@ static void start_drivers(run_ctx *r, driver *drv, pthread_t *th, int *started,
                           const unsigned *bidx, unsigned nb) {
   r->alive = nb;
   r->t0 = hlb__now();
-  r->setup_s = r->t0 - r->called;
   for (unsigned j = 0; j < nb; j++) {
     drv[j] = (driver){.r = r, .pu = bidx[j], .bpu = j, .sg = &r->ex->stage[bidx[j]]};
     started[j] = pthread_create(&th[j], NULL, drive, &drv[j]) == 0;
