@@ -228,13 +228,12 @@ static void note_miss(hpu *q, double predicted, double t) {
  * size where that parabola is best_block_slack above its least value, kept between the best
  * bin and its larger neighbour. With no smaller neighbour (the best is the smallest size
  * measured, e.g. the probe), the cap is the best bin's size: nothing below it is known. */
-static void best_block_add(hlbp *h, hpu *q, double x, double t) {
+static void best_block_add(hpu *q, double x, double t) {
   int k = (int)floor(log2(fmax(x, 1.0)));
   if (k >= BINS) k = BINS - 1;
   q->bin_x[k] += x;
   q->bin_t[k] += t;
   q->bin_n[k]++;
-  (void)h;
 }
 
 static double bin_rate(const hpu *q, int k) {
@@ -297,7 +296,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
   hlb__plb_observe(&q->u, s);
-  if (x > 0 && t > 0) best_block_add(h, q, x, t);
+  if (x > 0 && t > 0) best_block_add(q, x, t);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;

@@ -253,6 +253,14 @@ static int should_release(const sim *s, unsigned d, int in_flight, double *dev_r
   return *core_rate > 0 && *dev_rate < *core_rate * cd->driver_cores;
 }
 
+/* A released driver-core PU leaves the run now. */
+static int retire_released(sim *s, unsigned d) {
+  s->pu[d].state = PU_RELEASED;
+  s->pu[d].died_s = s->now;
+  int rc = hlb_balancer_retire(s->b, d);
+  return rc < 0 ? hlb__error_prefix(rc, "sim: retiring released pu %u at t=%g: ", d, s->now) : 0;
+}
+
 /* Give up driver-core PU d: its cores go back to the cpu PU from that PU's next block on, and
  * the decision with both figures goes to the result. A block in flight still computing goes
  * back to the pool (the device drops its output); one already sending its output is let finish
@@ -284,10 +292,7 @@ static int release(sim *s, unsigned d, int in_flight, double dev_rate, double co
     if (rc < 0) return hlb__error_prefix(rc, "sim: releasing pu %u at t=%g: ", d, s->now);
     ds->gen++; /* its pending event is void */
   }
-  ds->state = PU_RELEASED;
-  ds->died_s = s->now;
-  int rc = hlb_balancer_retire(s->b, d);
-  return rc < 0 ? hlb__error_prefix(rc, "sim: retiring released pu %u at t=%g: ", d, s->now) : 0;
+  return retire_released(s, d);
 }
 
 /* After p's block: judge p if it holds driver cores (*stopped = 1: p was released), or, if p is a
@@ -297,11 +302,8 @@ static int judge_drivers(sim *s, unsigned p, int *stopped) {
   double dev_rate, core_rate;
   pu_state *ps = &s->pu[p];
   if (ps->released) { /* released while its output was on the way: retire it now */
-    ps->state = PU_RELEASED;
-    ps->died_s = s->now;
     *stopped = 1;
-    int rc = hlb_balancer_retire(s->b, p);
-    return rc < 0 ? hlb__error_prefix(rc, "sim: retiring released pu %u at t=%g: ", p, s->now) : 0;
+    return retire_released(s, p);
   }
   if (c->pus[p].driver_of >= 0) {
     if (!should_release(s, p, 0, &dev_rate, &core_rate)) return 0;
