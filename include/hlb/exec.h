@@ -171,7 +171,9 @@ typedef struct hlb_exec_options {
   void *progress_user;
   /* 1: keep every device even when it does fewer items per second than the host core it
    * holds would do in the cpu PU (by default such a device is released after
-   * HLB_EXEC_RELEASE_BLOCKS blocks and its core given to the cpu PU; see docs/executor.md). */
+   * HLB_EXEC_RELEASE_BLOCKS blocks and its core given to the cpu PU; see docs/executor.md),
+   * and apply no such decision an earlier run stored: no device left out, no device given the
+   * cpu PU's cores (HLB_EXEC_TAKE_CORES_FACTOR). */
   int keep_weak_devices;
   /* Models kept across runs (docs/models.md): which of reading the stored samples before the
    * run and storing this run's after it to do (hlb_models_mode). The samples live per host,
@@ -207,6 +209,15 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * stopped: measured, PoCL's matmul at n = 2048 was 170x slower than a core and its abandoned
  * second block kept the core busy for most of the run). */
 #define HLB_EXEC_RELEASE_CLEAR_FACTOR 4.0
+/* A device computing on the host's cores (a CPU-type OpenCL device narrowed to the cores the
+ * automatic cpu PU leaves) that a whole run shows doing at least this many times the cpu PU's
+ * items per second per core is given the cpu PU's cores in later runs, and the cpu PU is left
+ * out (the decision is stored with the models): one PU of all the cores beats two of a few
+ * each when one's kernel is faster per core (PoCL's mandelbrot and spmv kernels did 1.1x and
+ * 1.3x the cpu kernels' rows per core here, and `--pus opencl:0` was the fastest set). 1.05:
+ * a margin over the spread of two runs' rates on the same cores, so a device only as fast
+ * does not flip the configuration from run to run. */
+#define HLB_EXEC_TAKE_CORES_FACTOR 1.05
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
  * OpenCL and CUDA; its first block may also carry one-time work the set-up launch did not
@@ -219,6 +230,14 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * took HLB_EXEC_FIRST_BLOCK_MAX_S or more (docs/executor.md). */
 #define HLB_EXEC_LAUNCH_MAX_S 0.001
 #define HLB_EXEC_FIRST_BLOCK_MAX_S 0.01
+/* A device computing on the host's cores is compared with them (released or kept) only once
+ * its blocks have kept it busy this long (seconds; a block in flight counts as far as it
+ * went), besides a first block that alone took HLB_EXEC_FIRST_BLOCK_MAX_S: each block costs a
+ * launch and copies (PoCL: 0.05-0.1 ms), which in one-row training blocks made PoCL look 4.5x
+ * slower than a core on mandelbrot while its kernel does 1.1x a core's rows in blocks of
+ * milliseconds. The policy sizes its next blocks from its own measured rate, at most `grow`
+ * times its largest, so a slow device costs the run about this long before it is judged. */
+#define HLB_EXEC_CORE_DEVICE_JUDGE_S 0.01
 
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
  * no injection. */

@@ -17,6 +17,8 @@ HLB_BEGIN_DECLS
 typedef struct hlb_stored_pu {
   char pu[320];       /* "NAME|DEVICE|cores=N[|throttle=F]" */
   char released[200]; /* why a run released this device (not worth its host core); "" */
+  /* why later runs give this device the cpu PU's cores (a run found it faster per core); "" */
+  char takes_cores[200];
   size_t n;
   double *items, *compute_s, *transfer_s;
 } hlb_stored_pu;

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/error_internal.h"
 #include "exec/exec_internal.h"
+#include "exec/judge.h"
 #include "exec/models.h"
 #include "hlb/model.h"
 #include "hlb/policy.h"
@@ -402,10 +403,37 @@ static double judged_rate(const hlb_executor *ex, unsigned dev, size_t items, do
   return t > 0 ? (double)items / t : INFINITY;
 }
 
+/* 1 when device PU `dev`, with stats `d`, has done enough to be compared with the cores it
+ * holds: HLB_EXEC_RELEASE_BLOCKS blocks, and for one computing on the cores
+ * HLB_EXEC_CORE_DEVICE_JUDGE_S of busy time (its launches must not decide). */
+static int device_judged_enough(const hlb_executor *ex, unsigned dev, const hlb_exec_pu_stats *d) {
+  return d->blocks >= HLB_EXEC_RELEASE_BLOCKS &&
+         (!computes_on_cores(ex, dev) || d->busy_s >= HLB_EXEC_CORE_DEVICE_JUDGE_S);
+}
+
 /* 1 when devices holding cores of the automatic cpu PU are judged in this run (should_release). */
 static int judges_devices(const run_ctx *r) {
   int cpu = automatic_cpu_pu(r->ex);
   return !r->opt.keep_weak_devices && cpu >= 0 && r->ex->ops[cpu]->set_cores && r->prepared[cpu];
+}
+
+/* The cpu PU's items per second per core on items like the device's (exec/judge.h). */
+static double cpu_rate_near(const run_ctx *r, int cpu, unsigned dev, int with_in_flight) {
+  const hlb_decision *log = NULL;
+  size_t n_log = hlb_balancer_log(r->b, &log);
+  unsigned cores = cpu_cores_now(r, cpu);
+  double near = hlb__judge_cpu_rate_near(log, n_log, (unsigned)r->bpu_of[cpu],
+                                         (unsigned)r->bpu_of[dev], cores, with_in_flight);
+  return near > 0 ? near : items_per_busy_s(&r->st[cpu]) / cores;
+}
+
+/* Device core-seconds per cpu core-second on the same items, per block costs left out
+ * (exec/judge.h); NAN when its blocks do not tell. */
+static double device_core_ratio(const run_ctx *r, int cpu, unsigned dev) {
+  const hlb_decision *log = NULL;
+  size_t n_log = hlb_balancer_log(r->b, &log);
+  return hlb__judge_core_ratio(log, n_log, (unsigned)r->bpu_of[cpu], (unsigned)r->bpu_of[dev],
+                               cpu_cores_now(r, cpu), held_cores(r->ex, dev));
 }
 
 /* A device that holds host cores is kept only while it adds more items per second than those
@@ -424,18 +452,31 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   if (!judges_devices(r) || !held || !r->prepared[dev] || ex->released[dev]) return 0;
   const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
   if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
-  *core_rate = items_per_busy_s(host) / cpu_cores_now(r, cpu);
   if (d->blocks < 1) return 0;
+  *core_rate = cpu_rate_near(r, cpu, dev, r->in_block[dev]);
+  int on_cores = computes_on_cores(ex, dev);
   if (r->in_block[dev]) {
     double busy = d->busy_s + (rel_now(r) - r->block_start[dev]);
     *dev_rate = judged_rate(ex, dev, d->items + r->block_count[dev], busy, d->blocks + 1);
+    /* A device on the cores is stopped in flight only when hopeless: its blocks so far carry
+     * their launches, which a fair comparison leaves out (device_core_ratio). */
+    if (on_cores)
+      return busy >= HLB_EXEC_CORE_DEVICE_JUDGE_S &&
+             *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
   } else {
     *dev_rate = judged_rate(ex, dev, d->items, d->busy_s, d->blocks);
     /* On its first block alone, a device computing on the cores only when that block is long
      * enough to hold a first block's one-time work several times over. */
     if (d->blocks < HLB_EXEC_RELEASE_BLOCKS)
-      return (!computes_on_cores(ex, dev) || d->busy_s >= HLB_EXEC_FIRST_BLOCK_MAX_S) &&
+      return (!on_cores || d->busy_s >= HLB_EXEC_FIRST_BLOCK_MAX_S) &&
              *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
+    if (!device_judged_enough(ex, dev, d)) return 0;
+    if (on_cores) {
+      /* Its kernel against the core's on the same items, per block costs left out: kept when
+       * it is faster per core (and then given the cores in later runs: judge_takeover). */
+      double ratio = device_core_ratio(r, cpu, dev);
+      if (isfinite(ratio) && ratio > 0) *dev_rate = *core_rate * held / ratio;
+    }
   }
   return *core_rate > 0 && *dev_rate < *core_rate * held;
 }
@@ -457,7 +498,7 @@ static int release_weak_locked(driver *d) {
     }
     /* Judged on its first blocks and not released: say so once. */
     if (core_rate > 0 && isfinite(dev_rate) && !r->ex->release_reason[d->pu][0] &&
-        r->st[d->pu].blocks >= HLB_EXEC_RELEASE_BLOCKS)
+        device_judged_enough(r->ex, d->pu, &r->st[d->pu]))
       note_kept(r, d->pu, cpu, dev_rate, core_rate);
     return 0;
   }
@@ -465,6 +506,70 @@ static int release_weak_locked(driver *d) {
     if ((int)i != cpu && r->in_block[i] && should_release(r, i, cpu, &dev_rate, &core_rate))
       release_locked(r, i, cpu, dev_rate, core_rate, 1);
   return 0;
+}
+
+/* The other way round: a device that an earlier run found faster per core than the cpu PU
+ * (judge_takeover, stored with the models) is opened again on the cpu PU's cores as well as
+ * its own, and the cpu PU is left out. Decided before the run, because a device's compute
+ * units are fixed when it is opened (a sub-device and a program built for it). */
+static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
+  hlb_executor *ex = r->ex;
+  int cpu = automatic_cpu_pu(ex);
+  if (r->opt.keep_weak_devices || cpu < 0 || ex->released[cpu]) return;
+  for (unsigned i = 0; i < ex->n; i++) {
+    const char *why = hlb__exec_models_takes_cores(ex, m, i);
+    if (!why || (int)i == cpu || ex->released[i] || !computes_on_cores(ex, i)) continue;
+    unsigned before = ex->pu[i].cores, cores = before + cpu_cores_now(r, cpu);
+    if (hlb__session_reopen(ex, i, cores) != 0) {
+      /* The device as it was, the cpu PU kept: the run goes on as if nothing was stored. */
+      if (ex->dev[i]) {
+        hlb_clear_error();
+        continue;
+      }
+      ex->released[i] = 1; /* it could not even be opened again: leave it out */
+      snprintf(ex->release_reason[i], sizeof ex->release_reason[i], "left out: %s",
+               hlb_last_error());
+      hlb_clear_error();
+      continue;
+    }
+    snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
+             "released before the run: its %u core%s went to %s (%u now): an earlier run found "
+             "it faster per core, %s",
+             cpu_cores_now(r, cpu), cpu_cores_now(r, cpu) > 1 ? "s" : "", ex->pu[i].name,
+             ex->pu[i].cores, why);
+    ex->released[cpu] = 1;
+    return; /* one device takes the cores */
+  }
+}
+
+/* After a run in which a device computing on the host's cores and the automatic cpu PU both
+ * worked to the end: when the device did HLB_EXEC_TAKE_CORES_FACTOR times the cpu PU's items
+ * per second per core or more, say so (stored with the models: give_cores_stored acts on it
+ * in later runs) and add it to the device's reason. Both rates are over the whole run's busy
+ * time, on the cores each held. */
+static void judge_takeover(run_ctx *r) {
+  hlb_executor *ex = r->ex;
+  int cpu = automatic_cpu_pu(ex);
+  if (!judges_devices(r) || ex->released[cpu]) return;
+  const hlb_exec_pu_stats *host = &r->st[cpu];
+  if (host->retired || host->blocks < HLB_EXEC_RELEASE_BLOCKS) return;
+  for (unsigned i = 0; i < ex->n; i++) {
+    const hlb_exec_pu_stats *d = &r->st[i];
+    if ((int)i == cpu || !r->prepared[i] || ex->released[i] || d->retired ||
+        !computes_on_cores(ex, i) || !device_judged_enough(ex, i, d))
+      continue;
+    double core_rate = cpu_rate_near(r, cpu, i, 0), ratio = device_core_ratio(r, cpu, i);
+    if (!(core_rate > 0) || !(ratio > 0) || !isfinite(ratio)) continue;
+    double per_core = core_rate / ratio;
+    if (!(per_core >= HLB_EXEC_TAKE_CORES_FACTOR * core_rate)) continue;
+    snprintf(ex->takes_cores[i], sizeof ex->takes_cores[i], "%.3g against %.3g items/s in %s",
+             per_core, core_rate, ex->pu[cpu].name);
+    size_t used = strlen(ex->release_reason[i]);
+    snprintf(ex->release_reason[i] + used, sizeof ex->release_reason[i] - used,
+             "%sfaster per core than %s (%.2fx): later runs give it its cores",
+             used ? "; " : "kept: ", ex->pu[cpu].name, per_core / core_rate);
+    return;
+  }
 }
 
 static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
@@ -780,6 +885,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     return rc;
   }
   release_stored(r, &models);
+  give_cores_stored(r, &models);
   unsigned nb = prepare_all(r, bidx, &prep_err);
   if (prep_err) snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
   if (nb == 0)
@@ -795,6 +901,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
       if (r->started[j]) pthread_join(r->th[j], NULL);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
+    judge_takeover(r);
     int fill_rc = stats ? fill_stats(r, bidx, nb, n_items, stats) : 0;
     int filled = stats && fill_rc == 0;
     /* Before finish(): a failure to store the models must not replace the run's own error. */

@@ -51,6 +51,10 @@ struct hlb_executor {
   int *released;
   char (*release_reason)[160];
   unsigned *cores_given; /* cpu PU: cores it got back from released PUs */
+  /* A device computing on the host's cores that this executor's last run found faster per
+   * core than the automatic cpu PU (exec.c, judge_takeover): the reason, stored with its
+   * models so that later runs give it the cpu PU's cores; "" otherwise. */
+  char (*takes_cores)[160];
   hlb__exec_memo *memo;  /* per codelet: the samples of this executor's runs */
   unsigned n_memo;
   /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging. */
@@ -71,5 +75,10 @@ int hlb__session_prepare(hlb_executor *ex, unsigned i, const hlb_codelet *cl,
 unsigned hlb__session_kernels(const hlb_executor *ex);
 /* Release every kept kernel, shared copy and staging buffer (hlb_executor_destroy). */
 void hlb__session_free(hlb_executor *ex);
+/* Open PU i's device again on `cores` cores (a CPU-type OpenCL device: a sub-device of that
+ * many compute units, the whole device at its count or more), dropping what the session kept
+ * for it (kernels, shared copies, staging: they belong to the old device). On failure the PU
+ * is opened as before and HLB_E* names it. */
+int hlb__session_reopen(hlb_executor *ex, unsigned i, unsigned cores);
 
 #endif

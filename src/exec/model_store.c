@@ -227,6 +227,9 @@ static int parse_file(const cJSON *root, hlb__model_set *set, char *why, size_t 
     hlb__stored_pu *got = (hlb__stored_pu *)hlb__model_find(set, name->valuestring);
     if (cJSON_IsString(released) && got)
       snprintf(got->released, sizeof got->released, "%s", released->valuestring);
+    const cJSON *takes = cJSON_GetObjectItemCaseSensitive(p, "takes_cores");
+    if (cJSON_IsString(takes) && got)
+      snprintf(got->takes_cores, sizeof got->takes_cores, "%s", takes->valuestring);
   }
   return 0;
 }
@@ -308,6 +311,8 @@ static cJSON *to_json(const hlb__model_set *set, const char *codelet_name) {
     cJSON_AddItemToArray(pus, p);
     cJSON_AddStringToObject(p, "pu", set->pu[i].key);
     if (set->pu[i].released[0]) cJSON_AddStringToObject(p, "released", set->pu[i].released);
+    if (set->pu[i].takes_cores[0])
+      cJSON_AddStringToObject(p, "takes_cores", set->pu[i].takes_cores);
     cJSON_AddItemToObject(p, "samples", samples);
     for (size_t k = 0; k < set->pu[i].n; k++) {
       const hlb_sample *s = &set->pu[i].s[k];
@@ -346,6 +351,11 @@ static int replace_file(const char *path, const char *text) {
   return rc;
 }
 
+void hlb__model_keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add) {
+  if (add->released[0]) memcpy(now->released, add->released, sizeof now->released);
+  if (add->takes_cores[0]) memcpy(now->takes_cores, add->takes_cores, sizeof now->takes_cores);
+}
+
 int hlb__model_write(const char *dir, const char *codelet_key, const char *codelet_name,
                      const hlb__model_set *add) {
   char path[4096], host[17];
@@ -373,8 +383,7 @@ int hlb__model_write(const char *dir, const char *codelet_key, const char *codel
     if (old && add->pu[i].replace) old->n = 0;
     rc = hlb__model_append(&merged, add->pu[i].key, add->pu[i].s, add->pu[i].n);
     hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&merged, add->pu[i].key);
-    if (!rc && now && add->pu[i].released[0])
-      memcpy(now->released, add->pu[i].released, sizeof now->released);
+    if (!rc && now) hlb__model_keep_decisions(now, &add->pu[i]);
   }
   cJSON *root = rc ? NULL : to_json(&merged, codelet_name);
   char *text = root ? cJSON_PrintUnformatted(root) : NULL;
@@ -416,6 +425,7 @@ static int export_set(const hlb__model_set *set, hlb_stored_models *m) {
     hlb_stored_pu *p = &m->pus[i];
     snprintf(p->pu, sizeof p->pu, "%s", set->pu[i].key);
     snprintf(p->released, sizeof p->released, "%s", set->pu[i].released);
+    snprintf(p->takes_cores, sizeof p->takes_cores, "%s", set->pu[i].takes_cores);
     size_t n = set->pu[i].n ? set->pu[i].n : 1;
     p->items = malloc(n * sizeof *p->items);
     p->compute_s = malloc(n * sizeof *p->compute_s);

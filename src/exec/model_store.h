@@ -34,6 +34,10 @@ typedef struct hlb__stored_pu {
   /* A device that a run released for not paying for the host core it holds: the reason, so
    * later runs leave it out from the start; "" otherwise. */
   char released[200];
+  /* A device computing on the host's cores that a run found faster per core than the cpu PU
+   * beside it: the reason, so later runs give it the cpu PU's cores and leave the cpu PU out
+   * (exec.c, judge_takeover); "" otherwise. */
+  char takes_cores[200];
 } hlb__stored_pu;
 
 typedef struct hlb__model_set {
@@ -71,6 +75,10 @@ int hlb__model_parse(const char *text, hlb__model_set *out, char *why, size_t ca
  * directory's lock; creates the directories. HLB_EIO with the path when it cannot. */
 int hlb__model_write(const char *dir, const char *codelet_key, const char *codelet_name,
                      const hlb__model_set *add);
+
+/* A run's decisions about a PU (released, takes_cores) carried into the stored entry `now`:
+ * a decision made stays until `hlb models clear`; an entry without one keeps the old. */
+void hlb__model_keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add);
 
 /* The samples of PU key `key`, or NULL. */
 const hlb__stored_pu *hlb__model_find(const hlb__model_set *set, const char *key);

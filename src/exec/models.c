@@ -95,6 +95,14 @@ const char *hlb__exec_models_released(const hlb_executor *ex, const hlb__exec_mo
   return p && p->released[0] ? p->released : NULL;
 }
 
+const char *hlb__exec_models_takes_cores(const hlb_executor *ex, const hlb__exec_models *m,
+                                         unsigned i) {
+  char key[320];
+  hlb__exec_pu_key(ex, i, key, sizeof key);
+  const hlb__stored_pu *p = hlb__model_find(&m->priors, key);
+  return p && p->takes_cores[0] ? p->takes_cores : NULL;
+}
+
 int hlb__exec_models_priors(hlb_executor *ex, hlb__exec_models *m, const unsigned *bidx,
                             unsigned nb) {
   m->per_bpu = calloc(nb ? nb : 1, sizeof *m->per_bpu);
@@ -211,6 +219,9 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
     /* Released in this run (not before it): later runs leave the device out from the start. */
     if (ex->released[bidx[j]])
       copy_text(p->released, sizeof p->released, ex->release_reason[bidx[j]]);
+    /* Faster per core than the cpu PU in this run: later runs give it the cpu PU's cores. */
+    if (ex->takes_cores[bidx[j]][0])
+      copy_text(p->takes_cores, sizeof p->takes_cores, ex->takes_cores[bidx[j]]);
   }
   return 0;
 }
@@ -233,8 +244,7 @@ static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__mode
     int rc = hlb__model_append(&e->set, fresh->pu[i].key, fresh->pu[i].s, fresh->pu[i].n);
     if (rc) return rc;
     hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
-    if (fresh->pu[i].released[0])
-      memcpy(now->released, fresh->pu[i].released, sizeof now->released);
+    hlb__model_keep_decisions(now, &fresh->pu[i]);
   }
   return 0;
 }

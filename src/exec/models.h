@@ -31,6 +31,10 @@ int hlb__exec_models_begin(hlb_executor *ex, const hlb_codelet *cl, const hlb_ex
 /* The key of executor PU i with the cores it runs on now. */
 void hlb__exec_pu_key(const hlb_executor *ex, unsigned i, char *out, size_t cap);
 
+/* Why an earlier run found executor PU i (a device computing on the host's cores) faster per
+ * core than the cpu PU, so that it takes the cpu PU's cores, or NULL. */
+const char *hlb__exec_models_takes_cores(const hlb_executor *ex, const hlb__exec_models *m,
+                                        unsigned i);
 /* Why an earlier run released executor PU i (a device not worth its host core), or NULL. */
 const char *hlb__exec_models_released(const hlb_executor *ex, const hlb__exec_models *m,
                                       unsigned i);

@@ -2,6 +2,7 @@
  * next besides the models (exec/models.c): each PU's prepared codelets (the built kernel and
  * the device copies of the shared buffers) and its staging buffers, all released when the
  * executor is destroyed. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,25 +132,56 @@ unsigned hlb__session_kernels(const hlb_executor *ex) {
   return n;
 }
 
-void hlb__session_free(hlb_executor *ex) {
-  for (unsigned i = 0; i < ex->n; i++) {
-    if (ex->kept && ex->kept[i]) {
-      for (unsigned j = 0; j < ex->n_kept[i]; j++)
-        free_kept(ex, i, &ex->kept[i][j]);
-      free(ex->kept[i]);
-    }
-    if (ex->stage) {
-      hlb__stage *s = &ex->stage[i];
-      ex->ops[i]->release(ex->dev[i], s->dev_in);
-      ex->ops[i]->release(ex->dev[i], s->dev_out);
-      free(s->host_in);
-      free(s->host_out);
-    }
+/* What the session keeps for PU i: its kernels, shared copies and staging buffers. */
+static void free_pu(hlb_executor *ex, unsigned i) {
+  if (ex->kept && ex->kept[i]) {
+    for (unsigned j = 0; j < ex->n_kept[i]; j++)
+      free_kept(ex, i, &ex->kept[i][j]);
+    free(ex->kept[i]);
+    ex->kept[i] = NULL;
+    ex->n_kept[i] = 0;
   }
+  if (ex->stage) {
+    hlb__stage *s = &ex->stage[i];
+    ex->ops[i]->release(ex->dev[i], s->dev_in);
+    ex->ops[i]->release(ex->dev[i], s->dev_out);
+    free(s->host_in);
+    free(s->host_out);
+    memset(s, 0, sizeof *s);
+  }
+}
+
+void hlb__session_free(hlb_executor *ex) {
+  for (unsigned i = 0; i < ex->n; i++)
+    free_pu(ex, i);
   free(ex->kept);
   free(ex->n_kept);
   free(ex->stage);
   ex->kept = NULL;
   ex->n_kept = NULL;
   ex->stage = NULL;
+}
+
+int hlb__session_reopen(hlb_executor *ex, unsigned i, unsigned cores) {
+  hlb_exec_pu *p = &ex->pu[i];
+  unsigned before = p->cores;
+  void *dev = NULL;
+  free_pu(ex, i);
+  ex->ops[i]->close(ex->dev[i]);
+  ex->dev[i] = NULL;
+  p->cores = cores;
+  int rc = ex->ops[i]->open(p, &dev);
+  if (rc == 0) {
+    ex->dev[i] = dev;
+    return 0;
+  }
+  char why[256];
+  snprintf(why, sizeof why, "%s", hlb_last_error());
+  p->cores = before;
+  if (ex->ops[i]->open(p, &ex->dev[i]) != 0)
+    return hlb__error(HLB_EDEVICE,
+                      "pu '%s': opening it on %u cores failed (%s), and so did "
+                      "opening it again as before: %s",
+                      p->name, cores, why, hlb_last_error());
+  return hlb__error(HLB_EDEVICE, "pu '%s': opening it on %u cores failed: %s", p->name, cores, why);
 }

@@ -83,6 +83,8 @@ static void print_list(const hlb_stored_models *list, size_t n, const char *dir,
       if (fit[0]) printf("; %s; a block of %.0f items takes %.4g s", fit, tx, ts);
       printf("\n");
       if (u->released[0]) printf("      released by a run: %s\n", u->released);
+      if (u->takes_cores[0])
+        printf("      given the cpu PU's cores by a run: %s\n", u->takes_cores);
     }
   }
 }
@@ -110,6 +112,8 @@ static void print_json(const hlb_stored_models *list, size_t n, const char *dir)
       cJSON_AddNumberToObject(u, "samples", (double)list[i].pus[p].n);
       if (list[i].pus[p].released[0])
         cJSON_AddStringToObject(u, "released", list[i].pus[p].released);
+      if (list[i].pus[p].takes_cores[0])
+        cJSON_AddStringToObject(u, "takes_cores", list[i].pus[p].takes_cores);
     }
   }
   char *text = cJSON_Print(o);

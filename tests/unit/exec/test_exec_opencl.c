@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -460,6 +462,71 @@ static void test_judged_devices(void **st) {
   hlb_exec_stats_clear(&s);
 }
 
+/* The heavy kernel on the automatic cpu PU (throttled cpu_throttle times) and opencl:0, greedy
+ * in blocks of 20, models read and written in `dir`; keep: keep_weak_devices. */
+static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_exec_stats *s) {
+  hlb_exec_pu pus[2];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
+  pus[0].throttle = cpu_throttle;
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  hlb_codelet cl = codelet();
+  cl.name = "heavy-affine";
+  cl.cpu = cpu_heavy;
+  cl.opencl_kernel = "heavy";
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "greedy";
+  o.params = "chunk=20";
+  o.models = HLB_MODELS_ON;
+  o.model_dir = dir;
+  o.keep_weak_devices = keep;
+  if (hlb_executor_run(ex, &cl, N, &o, s)) fail_msg("%s", hlb_last_error());
+  check();
+  assert_int_equal(s->per_pu[0].items + s->per_pu[1].items, N);
+  hlb_executor_destroy(ex);
+}
+
+/* A device on the cores that a run finds faster per core than the cpu PU (here the cpu PU is
+ * throttled 8x) is kept, and the stored decision gives it the cpu PU's cores in the next run:
+ * the cpu PU is left out, the device opened again on both cores does every item. With
+ * keep_weak_devices the decision is not applied. */
+static void test_device_takes_cores(void **st) {
+  (void)st;
+  char dir[] = "/tmp/hlb-takes-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_exec_stats s = {0};
+  run_with_models(8, dir, 0, &s);
+  unsigned cus = s.pu[1].cores;
+  if (cus == 0 || s.pu[0].cores + cus < 2) { /* a GPU, or one core: nothing to give */
+    hlb_exec_stats_clear(&s);
+    return;
+  }
+  assert_int_equal(s.per_pu[1].released, 0);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "later runs give it its cores"));
+  unsigned cpu_cores = s.pu[0].cores;
+  hlb_exec_stats_clear(&s);
+
+  run_with_models(8, dir, 0, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "released before the run"));
+  assert_non_null(strstr(s.per_pu[0].release_reason, "opencl:0"));
+  assert_int_equal(s.per_pu[0].items, 0);
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, cus + cpu_cores);
+  hlb_exec_stats_clear(&s);
+
+  run_with_models(8, dir, 1, &s);
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_int_equal(s.pu[1].cores, cus);
+  assert_true(s.per_pu[0].items > 0);
+  hlb_exec_stats_clear(&s);
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   if (!hlb_backend_built(HLB_BACKEND_OPENCL) || hlb_backend_devices(HLB_BACKEND_OPENCL) == 0) {
     printf("no OpenCL device: skipped\n");
@@ -472,6 +539,7 @@ int main(void) {
       cmocka_unit_test(test_bad_kernel),
       cmocka_unit_test(test_bad_kernel_beside_cpu),
       cmocka_unit_test(test_judged_devices),
+      cmocka_unit_test(test_device_takes_cores),
       cmocka_unit_test(test_session_keeps_kernel),
       cmocka_unit_test(test_session_changed_source),
       cmocka_unit_test(test_session_bad_source_later),

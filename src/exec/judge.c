@@ -1,0 +1,92 @@
+/* Comparing a device on the host's cores with the cpu PU (judge.h). */
+#include "exec/judge.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* A finished block of the cpu PU: its items and the core-seconds each took. */
+typedef struct cpu_span {
+  size_t begin, end;
+  double core_s_per_item;
+} cpu_span;
+
+static int by_begin(const void *a, const void *b) {
+  size_t x = ((const cpu_span *)a)->begin, y = ((const cpu_span *)b)->begin;
+  return (x > y) - (x < y);
+}
+
+static double block_seconds(const hlb_decision *e) {
+  return e->compute_s + e->transfer_s;
+}
+
+/* The cpu PU's finished blocks among the newest window of the log, sorted by begin. */
+static size_t cpu_spans(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned cores,
+                        cpu_span span[HLB__JUDGE_WINDOW], size_t *from) {
+  *from = n_log > HLB__JUDGE_WINDOW ? n_log - HLB__JUDGE_WINDOW : 0;
+  size_t n = 0;
+  for (size_t k = *from; k < n_log; k++) {
+    const hlb_decision *e = &log[k];
+    double t = block_seconds(e);
+    if (e->pu == cpu_b && e->outcome == HLB_OUTCOME_DONE && e->count > 0 && t > 0)
+      span[n++] = (cpu_span){e->begin, e->begin + e->count, t * cores / (double)e->count};
+  }
+  qsort(span, n, sizeof *span, by_begin);
+  return n;
+}
+
+/* The mean core-seconds per item of the cpu blocks nearest [begin, end) on either side (spans
+ * sorted and disjoint from the range: the pool hands each item out once). 0: none. */
+static double near_cost(const cpu_span *s, size_t n, size_t begin, size_t end) {
+  size_t lo = 0, hi = n; /* the first span that begins at or after `end` */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (s[mid].begin < end)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  double sum = 0;
+  int k = 0;
+  if (lo > 0 && s[lo - 1].end <= begin) sum += s[lo - 1].core_s_per_item, k++;
+  if (lo < n) sum += s[lo].core_s_per_item, k++;
+  return k ? sum / k : 0;
+}
+
+double hlb__judge_cpu_rate_near(const hlb_decision *log, size_t n_log, unsigned cpu_b,
+                                unsigned dev_b, unsigned cpu_cores, int with_pending) {
+  cpu_span span[HLB__JUDGE_WINDOW];
+  size_t from, n = cpu_spans(log, n_log, cpu_b, cpu_cores, span, &from);
+  double items = 0, core_s = 0;
+  for (size_t k = from; k < n_log && n; k++) {
+    const hlb_decision *e = &log[k];
+    int counted =
+        e->outcome == HLB_OUTCOME_DONE || (with_pending && e->outcome == HLB_OUTCOME_PENDING);
+    if (e->pu != dev_b || !counted) continue;
+    double c = near_cost(span, n, e->begin, e->begin + e->count);
+    if (c > 0) items += (double)e->count, core_s += (double)e->count * c;
+  }
+  return core_s > 0 ? items / core_s : 0;
+}
+
+double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned dev_b,
+                             unsigned cpu_cores, unsigned held) {
+  cpu_span span[HLB__JUDGE_WINDOW];
+  size_t from, n = cpu_spans(log, n_log, cpu_b, cpu_cores, span, &from);
+  double m = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t k = from; k < n_log && n; k++) {
+    const hlb_decision *e = &log[k];
+    double t = block_seconds(e);
+    if (e->pu != dev_b || e->outcome != HLB_OUTCOME_DONE || !(t > 0)) continue;
+    double x = (double)e->count * near_cost(span, n, e->begin, e->begin + e->count);
+    if (!(x > 0)) continue;
+    double y = t * held;
+    m += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  if (m < 2) return NAN;
+  double det = m * sxx - sx * sx;
+  if (det > 1e-9 * m * sxx) {
+    double slope = (m * sxy - sx * sy) / det, fixed = (sy - slope * sx) / m;
+    if (slope > 0 && fixed >= 0) return slope;
+  }
+  return sxy / sxx;
+}

@@ -1,0 +1,39 @@
+/* Comparing a device that computes on the host's cores with the cpu PU beside it (exec.c:
+ * should_release, judge_takeover), from a run's decision log. Pure functions, so that the
+ * comparison is tested on made-up logs (tests/unit/exec/test_judge.c).
+ *
+ * Items need not cost the same (a fractal's rows, a power-law matrix's bands), and a run hands
+ * them out in order, so the cpu PU's first blocks are other items than the device's: on
+ * mandelbrot its cheap top rows made PoCL look 3x slower per core than a core. Neighbouring
+ * items cost alike on such maps, so a device's block is compared with what the cpu PU's blocks
+ * next to it took per item. And a device launched in the small blocks of a run's start pays a
+ * launch and copies per block (PoCL on a loaded machine: about 0.5 ms), which alone on the
+ * cores, in one large block, it does not: its kernel is judged by the slope of its time over
+ * the cpu PU's time for the same items, not by the ratio. */
+#ifndef HLB_EXEC_JUDGE_H
+#define HLB_EXEC_JUDGE_H
+
+#include <stddef.h>
+
+#include "hlb/balancer.h"
+
+/* Log entries looked at: the newest this many, so that a judgement after every block of a long
+ * run stays cheap. */
+#define HLB__JUDGE_WINDOW 256
+
+/* The cpu PU's (balancer PU cpu_b, on cpu_cores cores) items per second per core on items like
+ * those of device dev_b's finished blocks (and its pending ones with with_pending): for each,
+ * the core-seconds per item the cpu PU's finished blocks on either side of it took. 0 when no
+ * cpu block is next to any of them. */
+double hlb__judge_cpu_rate_near(const hlb_decision *log, size_t n_log, unsigned cpu_b,
+                                unsigned dev_b, unsigned cpu_cores, int with_pending);
+
+/* Core-seconds device dev_b (holding `held` cores) spends per core-second the cpu PU spends on
+ * the same items: the slope of the least-squares line through its finished blocks, each its
+ * time times `held` against the cpu core-seconds for its items as above; through the origin
+ * when the sizes do not spread or the line has a negative part. < 1: its kernel is faster per
+ * core. NAN with fewer than two such blocks. */
+double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned dev_b,
+                             unsigned cpu_cores, unsigned held);
+
+#endif

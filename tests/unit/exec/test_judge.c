@@ -1,0 +1,145 @@
+/* Comparing a device on the host's cores with the cpu PU from a decision log (exec/judge.h):
+ * on items whose cost rises along the index, and with a cost per block on the device, the
+ * comparison must see the kernels' speeds per core, not the items per second of blocks that
+ * covered other items. Made-up logs: exact expectations. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "exec/judge.h"
+
+#define CPU 0u
+#define DEV 1u
+
+/* Core-seconds per item of item i on the cpu PU's kernel: a ramp, 1 µs to 21 µs over 10^4. */
+static double item_cost(size_t i) {
+  return 1e-6 * (1.0 + 20.0 * (double)i / 1e4);
+}
+
+static double range_cost(size_t begin, size_t count) {
+  double c = 0;
+  for (size_t i = begin; i < begin + count; i++)
+    c += item_cost(i);
+  return c;
+}
+
+/* Blocks of `count` items, alternately cpu (1 core) and device, in item order from 0; the
+ * device's kernel takes `speed` times the cpu's core-seconds per item plus `per_block` seconds
+ * a block; the cpu's blocks are `cpu_ahead` times larger, so the cpu covers more of the cheap
+ * items early (as a run's first blocks do). */
+static size_t make_log(hlb_decision *log, size_t n_blocks, size_t count, double speed,
+                       double per_block, size_t cpu_ahead) {
+  size_t at = 0;
+  for (size_t k = 0; k < n_blocks; k++) {
+    int cpu = k % 2 == 0;
+    size_t c = cpu ? count * cpu_ahead : count;
+    double t = cpu ? range_cost(at, c) : speed * range_cost(at, c) + per_block;
+    log[k] = (hlb_decision){.pu = cpu ? CPU : DEV,
+                            .begin = at,
+                            .count = c,
+                            .compute_s = t,
+                            .transfer_s = 0,
+                            .outcome = HLB_OUTCOME_DONE};
+    at += c;
+  }
+  return n_blocks;
+}
+
+/* Growing device blocks (as a ramp of training blocks): 4, 8, 16, ... items. */
+static size_t make_growing_log(hlb_decision *log, double speed, double per_block) {
+  size_t at = 0, n = 0;
+  for (size_t dev_count = 4; dev_count <= 256; dev_count *= 2) {
+    size_t cpu_count = 2 * dev_count;
+    log[n++] = (hlb_decision){.pu = CPU,
+                              .begin = at,
+                              .count = cpu_count,
+                              .compute_s = range_cost(at, cpu_count),
+                              .outcome = HLB_OUTCOME_DONE};
+    at += cpu_count;
+    log[n++] = (hlb_decision){.pu = DEV,
+                              .begin = at,
+                              .count = dev_count,
+                              .compute_s = speed * range_cost(at, dev_count) + per_block,
+                              .outcome = HLB_OUTCOME_DONE};
+    at += dev_count;
+  }
+  log[n++] = (hlb_decision){.pu = CPU,
+                            .begin = at,
+                            .count = 512,
+                            .compute_s = range_cost(at, 512),
+                            .outcome = HLB_OUTCOME_DONE};
+  return n;
+}
+
+/* The cpu PU's rate is measured next to the device's items, not over its own cheaper ones. */
+static void test_rate_near_the_devices_items(void **st) {
+  (void)st;
+  hlb_decision log[40];
+  size_t n = make_log(log, 40, 100, 1.0, 0.0, 3);
+  double near = hlb__judge_cpu_rate_near(log, n, CPU, DEV, 1, 0);
+  /* Items per core-second of the cpu's kernel over the device's items. */
+  double dev_items = 0, dev_cost = 0, cpu_items = 0, cpu_cost = 0;
+  for (size_t k = 0; k < n; k++) {
+    double *items = log[k].pu == DEV ? &dev_items : &cpu_items;
+    double *cost = log[k].pu == DEV ? &dev_cost : &cpu_cost;
+    *items += (double)log[k].count;
+    *cost += range_cost(log[k].begin, log[k].count);
+  }
+  double truth = dev_items / dev_cost;
+  assert_true(fabs(near / truth - 1.0) < 0.03);
+  /* With the cpu on two cores, a core's rate is half its blocks' rate. */
+  assert_true(fabs(hlb__judge_cpu_rate_near(log, n, CPU, DEV, 2, 0) / (truth / 2) - 1.0) < 0.03);
+}
+
+/* A device whose kernel takes half a core's time per item, but pays 2 ms a block: items per
+ * second say it is slower than a core, the slope says 0.5. */
+static void test_ratio_leaves_out_the_cost_per_block(void **st) {
+  (void)st;
+  hlb_decision log[32];
+  size_t n = make_growing_log(log, 0.5, 2e-3);
+  double ratio = hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1);
+  assert_true(fabs(ratio - 0.5) < 0.05);
+  /* The naive comparison would have released it: device items per second under the core's. */
+  double items = 0, secs = 0;
+  for (size_t k = 0; k < n; k++)
+    if (log[k].pu == DEV) items += (double)log[k].count, secs += log[k].compute_s;
+  assert_true(items / secs < hlb__judge_cpu_rate_near(log, n, CPU, DEV, 1, 0));
+  /* A device holding two cores spends twice the core-seconds for the same time. */
+  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 2) - 1.0) < 0.1);
+  /* A slower kernel: 3x a core's time per item. */
+  n = make_growing_log(log, 3.0, 2e-3);
+  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1) - 3.0) < 0.3);
+}
+
+/* Nothing to go by: no cpu block, one device block, a block still running. */
+static void test_ratio_unknown(void **st) {
+  (void)st;
+  hlb_decision log[4] = {
+      {.pu = DEV, .begin = 0, .count = 10, .compute_s = 1e-3, .outcome = HLB_OUTCOME_DONE},
+      {.pu = DEV, .begin = 10, .count = 20, .compute_s = 2e-3, .outcome = HLB_OUTCOME_DONE},
+  };
+  assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1)));
+  assert_true(hlb__judge_cpu_rate_near(log, 2, CPU, DEV, 1, 1) == 0);
+  log[2] = (hlb_decision){
+      .pu = CPU, .begin = 30, .count = 10, .compute_s = 1e-3, .outcome = HLB_OUTCOME_DONE};
+  log[3] = (hlb_decision){.pu = DEV, .begin = 40, .count = 10, .outcome = HLB_OUTCOME_PENDING};
+  assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1)));
+  /* Pending blocks count only when asked: 30 items against 40 at the cpu's 1e4 items/s. */
+  assert_true(fabs(hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 0) - 1e4) < 1e-6);
+  assert_true(fabs(hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 1) - 1e4) < 1e-6);
+  /* Equal sizes: the line through the origin. */
+  assert_true(fabs(hlb__judge_core_ratio(log, 3, CPU, DEV, 1, 1) - 1.0) < 0.6);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_rate_near_the_devices_items),
+      cmocka_unit_test(test_ratio_leaves_out_the_cost_per_block),
+      cmocka_unit_test(test_ratio_unknown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
