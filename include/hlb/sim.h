@@ -42,7 +42,15 @@ typedef struct hlb_sim_options {
    * PU is released as the executor releases one (hlb_exec_options.keep_weak_devices): judged
    * once the cpu PU finished HLB_SIM_RELEASE_BLOCKS blocks, its cores go back to the cpu PU. */
   int keep_weak_devices;
+  /* With passes > 1: 1 = each pass also starts from the samples of the passes before it (the
+   * newest HLB_SIM_REMEMBERED per PU, given to the balancer as priors), as the executor's
+   * session and stored models give a later run; 0 = every pass trains its models anew. */
+  int remember;
 } hlb_sim_options;
+
+/* Samples per PU a pass remembers for the next (hlb_sim_options.remember): the executor's
+ * stored models keep as many (HLB__MODEL_KEEP). */
+#define HLB_SIM_REMEMBERED 64u
 
 /* Blocks the cpu PU (and the device, judged on finished blocks) must have finished before a
  * driver-core PU is judged: the executor's HLB_EXEC_RELEASE_BLOCKS. */

@@ -70,9 +70,55 @@ typedef struct sim {
   size_t slice_cap;
   const double *item_cost; /* the previous pass's density (passes > 1) */
   unsigned n_item_cost;
-  double *learn;  /* n_item_cost slots for this pass's density, or NULL */
-  unsigned *held; /* per cpu PU: cores its unreleased driver-core PUs hold (NULL: none) */
+  double *learn;      /* n_item_cost slots for this pass's density, or NULL */
+  unsigned *held;     /* per cpu PU: cores its unreleased driver-core PUs hold (NULL: none) */
+  struct memory *mem; /* hlb_sim_options.remember: the earlier passes' samples, or NULL */
 } sim;
+
+/* What the passes remember of each other (hlb_sim_options.remember): per PU the newest
+ * HLB_SIM_REMEMBERED finished blocks, given to the next pass's balancer as priors. */
+typedef struct memory {
+  hlb_sample *s;           /* n_pus * HLB_SIM_REMEMBERED, oldest first per PU */
+  size_t *n;               /* per PU */
+  const hlb_sample **each; /* per PU: &s[p * HLB_SIM_REMEMBERED] */
+} memory;
+
+static void memory_free(memory *m) {
+  free(m->s);
+  free(m->n);
+  free(m->each);
+}
+
+static int memory_init(memory *m, unsigned n_pus) {
+  m->s = calloc((size_t)n_pus * HLB_SIM_REMEMBERED, sizeof *m->s);
+  m->n = calloc(n_pus, sizeof *m->n);
+  m->each = calloc(n_pus, sizeof *m->each);
+  if (!m->s || !m->n || !m->each) {
+    memory_free(m);
+    return hlb__error(HLB_ENOMEM, "sim: out of memory for the samples of %u PUs", n_pus);
+  }
+  for (unsigned p = 0; p < n_pus; p++)
+    m->each[p] = &m->s[(size_t)p * HLB_SIM_REMEMBERED];
+  return 0;
+}
+
+/* The pass's finished blocks, from its decision log, added to what the PUs remember. */
+static void memory_add(memory *m, const hlb_balancer *b, unsigned n_pus) {
+  const hlb_decision *log = NULL;
+  size_t n_log = hlb_balancer_log(b, &log);
+  for (size_t k = 0; k < n_log; k++) {
+    const hlb_decision *e = &log[k];
+    if (e->outcome != HLB_OUTCOME_DONE || e->pu >= n_pus) continue;
+    hlb_sample *ring = &m->s[(size_t)e->pu * HLB_SIM_REMEMBERED];
+    if (m->n[e->pu] == HLB_SIM_REMEMBERED) { /* forget the oldest */
+      memmove(ring, ring + 1, (HLB_SIM_REMEMBERED - 1) * sizeof *ring);
+      m->n[e->pu]--;
+    }
+    ring[m->n[e->pu]++] = (hlb_sample){.block = {.begin = e->begin, .count = e->count, .pu = e->pu},
+                                       .compute_s = e->compute_s,
+                                       .transfer_s = e->transfer_s};
+  }
+}
 
 /* Seconds to send `bytes` over a link. INFINITY bandwidth (the manager's own node, host
  * cores) costs only the latency, which is 0 for those. */
@@ -474,7 +520,10 @@ static int make_balancer(sim *s) {
                              .params = o->params,
                              .item_cost = s->item_cost,
                              .n_item_cost = s->n_item_cost,
-                             .learn_item_cost = s->learn != NULL};
+                             .learn_item_cost = s->learn != NULL,
+                             .keep_log = s->mem != NULL,
+                             .prior = s->mem ? s->mem->each : NULL,
+                             .n_prior = s->mem ? s->mem->n : NULL};
   int rc = hlb_balancer_create(&cfg, &s->b);
   free(d);
   return rc;
@@ -580,13 +629,14 @@ static void free_state(sim *s) {
 /* One pass; `prior` (or NULL) is the previous pass's density, `learn` (or NULL) receives this
  * one's, both of m slices. */
 static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const double *prior,
-                    double *learn, unsigned m, hlb_sim_result **out) {
+                    double *learn, unsigned m, memory *mem, hlb_sim_result **out) {
   sim s = {.c = c,
            .opt = opt,
            .sigma = opt->no_noise ? 0.0 : c->noise_sigma,
            .item_cost = prior,
            .n_item_cost = prior ? m : 0,
-           .learn = learn};
+           .learn = learn,
+           .mem = mem};
   int rc = alloc_result(&s);
   if (rc == 0) rc = alloc_state(&s);
   if (rc == 0) rc = hlb_sim_lower_bound(c, opt->n_items, &s.r->lower_bound_s);
@@ -600,6 +650,7 @@ static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const doub
   if (rc == 0) rc = run_loop(&s);
   if (rc == 0) finish_result(&s);
   if (rc == 0 && learn) rc = hlb_balancer_item_cost(s.b, learn, m);
+  if (rc == 0 && mem) memory_add(mem, s.b, c->n_pus);
   free_state(&s);
   if (rc) {
     hlb_sim_result_free(s.r);
@@ -615,18 +666,24 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
   unsigned passes = opt->passes ? opt->passes : 1, m = HLB_ITEM_COST_SLICES;
   double *cost = passes > 1 ? malloc(m * sizeof *cost) : NULL;
   if (passes > 1 && !cost) return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  memory mem = {0}, *remember = NULL;
+  if (opt->remember && passes > 1) {
+    rc = memory_init(&mem, c->n_pus);
+    remember = rc == 0 ? &mem : NULL;
+  }
   hlb_sim_options o = *opt;
   for (unsigned k = 1; rc == 0 && k < passes; k++) { /* the passes before the measured one */
     hlb_sim_result *r = NULL;
     o.seed = opt->seed + k - 1;
     o.keep_trace = 0;
-    rc = run_pass(c, &o, k > 1 ? cost : NULL, cost, m, &r);
+    rc = run_pass(c, &o, k > 1 ? cost : NULL, cost, m, remember, &r);
     hlb_sim_result_free(r);
   }
   o.seed = opt->seed + passes - 1;
   o.keep_trace = opt->keep_trace;
-  if (rc == 0) rc = run_pass(c, &o, passes > 1 ? cost : NULL, NULL, m, out);
+  if (rc == 0) rc = run_pass(c, &o, passes > 1 ? cost : NULL, NULL, m, remember, out);
   free(cost);
+  memory_free(&mem);
   return rc;
 }
 

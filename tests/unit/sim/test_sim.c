@@ -474,6 +474,38 @@ static void trace_is_chrome_json(void **state) {
   hlb_cluster_free(c);
 }
 
+/* ---- passes that remember ---------------------------------------------------------------- */
+
+/* With remember, a later pass starts from the earlier passes' samples: no probes, so fewer
+ * blocks and a makespan nearer the bound than a pass that trains again (the 4x-throttled pair
+ * of bench_throttle, no noise: every figure is exact arithmetic). */
+static void remembered_passes_start_from_the_samples(void **state) {
+  (void)state;
+  hlb_cluster *c =
+      parse("{\"item\": {\"in_bytes\": 16384, \"out_bytes\": 16384}, \"nodes\": [{\"name\": "
+            "\"m\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e15}, \"pus\": ["
+            "{\"name\": \"fast\", \"kind\": \"cpu\", \"time\": {\"const\": 0.004, "
+            "\"linear\": 0.000285}},"
+            "{\"name\": \"slow\", \"kind\": \"cpu\", \"time\": {\"const\": 0.016, "
+            "\"linear\": 0.00114}}]}]}");
+  hlb_sim_result *fresh = NULL, *kept = NULL, *one = NULL;
+  hlb_sim_options o = {.n_items = 2048, .policy = "hlb", .no_noise = 1, .passes = 3};
+  assert_int_equal(hlb_sim_run(c, &o, &fresh), 0);
+  o.remember = 1;
+  assert_int_equal(hlb_sim_run(c, &o, &kept), 0);
+  o.passes = 1; /* nothing before it to remember */
+  assert_int_equal(hlb_sim_run(c, &o, &one), 0);
+  assert_true(kept->exactly_once && fresh->exactly_once);
+  assert_true(kept->blocks < fresh->blocks);
+  assert_true(kept->makespan_s < fresh->makespan_s);
+  assert_int_equal(one->blocks, fresh->blocks);
+  assert_near(one->makespan_s, fresh->makespan_s, 1e-12);
+  hlb_sim_result_free(fresh);
+  hlb_sim_result_free(kept);
+  hlb_sim_result_free(one);
+  hlb_cluster_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(queue_pops_by_time_then_push_order),
@@ -491,6 +523,7 @@ int main(void) {
       cmocka_unit_test(trace_is_chrome_json),
       cmocka_unit_test(lower_bound_is_below_every_run),
       cmocka_unit_test(lower_bound_matches_one_block_when_subadditive),
+      cmocka_unit_test(remembered_passes_start_from_the_samples),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
