@@ -87,19 +87,23 @@ int hlb__exec_models_begin(hlb_executor *ex, const hlb_codelet *cl, const hlb_ex
   return hlb__model_read(m->dir, m->key, &m->priors);
 }
 
-const char *hlb__exec_models_released(const hlb_executor *ex, const hlb__exec_models *m,
-                                      unsigned i) {
+/* Executor PU i's entry among the stored samples the run started from, or NULL. */
+static const hlb__stored_pu *stored_pu(const hlb_executor *ex, const hlb__exec_models *m,
+                                       unsigned i) {
   char key[320];
   hlb__exec_pu_key(ex, i, key, sizeof key);
-  const hlb__stored_pu *p = hlb__model_find(&m->priors, key);
+  return hlb__model_find(&m->priors, key);
+}
+
+const char *hlb__exec_models_released(const hlb_executor *ex, const hlb__exec_models *m,
+                                      unsigned i) {
+  const hlb__stored_pu *p = stored_pu(ex, m, i);
   return p && p->released[0] ? p->released : NULL;
 }
 
 const char *hlb__exec_models_takes_cores(const hlb_executor *ex, const hlb__exec_models *m,
                                          unsigned i) {
-  char key[320];
-  hlb__exec_pu_key(ex, i, key, sizeof key);
-  const hlb__stored_pu *p = hlb__model_find(&m->priors, key);
+  const hlb__stored_pu *p = stored_pu(ex, m, i);
   return p && p->takes_cores[0] ? p->takes_cores : NULL;
 }
 
