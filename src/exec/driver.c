@@ -84,12 +84,15 @@ void hlb__pu_stats_add_block(hlb_exec_pu_stats *st, const hlb_sample *s, double 
   st->finish_s = s->end_s;
 }
 
-void hlb__pu_stats_add_failure(hlb_exec_pu_stats *st, const char *text, int retire) {
-  st->failed_blocks++;
-  if (!retire) return;
+void hlb__pu_stats_retire(hlb_exec_pu_stats *st, const char *text) {
   st->retired = 1;
   /* The stats keep the first part of a long message. */
   snprintf(st->failure, sizeof st->failure, "%s", text);
+}
+
+void hlb__pu_stats_add_failure(hlb_exec_pu_stats *st, const char *text, int retire) {
+  st->failed_blocks++;
+  if (retire) hlb__pu_stats_retire(st, text);
 }
 
 static int grow_dev(hlb__driver *d, void **buf, size_t *cap, size_t need) {

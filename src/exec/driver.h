@@ -99,8 +99,9 @@ int hlb__driver_host_input(hlb__driver *d, const hlb_codelet *io, const hlb_bloc
 void hlb__driver_host_output(hlb__driver *d, const hlb_codelet *io, const hlb_block *blk);
 
 /* Stats of a PU (both executors): a failed block, with its error text; `retire`: the PU is
- * given up, and the text kept as its failure. */
+ * given up, and the text kept as its failure (hlb__pu_stats_retire). */
 void hlb__pu_stats_add_failure(hlb_exec_pu_stats *st, const char *text, int retire);
+void hlb__pu_stats_retire(hlb_exec_pu_stats *st, const char *text);
 
 /* Sleep s seconds (nothing for s <= 0), resumed after signals. */
 void hlb__sleep_s(double s);
