@@ -1,11 +1,12 @@
 /* hlb_executor_run(): one driver thread per PU asks the balancer for blocks, moves the
- * block's data, runs the kernel and reports measured compute and transfer times. */
+ * block's data, runs the kernel and reports measured compute and transfer times. The loop is
+ * the driver core's (driver.h); this file gives it the local transport (the balancer under the
+ * run's lock, the caller's arrays) and judges the devices that hold cores of the cpu PU. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/clock.h"
 #include "common/error_internal.h"
@@ -85,17 +86,6 @@ double hlb_exec_busy_pct(const hlb_exec_stats *s, unsigned i) {
   if (!s || i >= s->n_pus || !(s->makespan_s > 0)) return 0;
   double p = 100.0 * s->per_pu[i].busy_s / s->makespan_s;
   return p > 100 ? 100 : p;
-}
-
-/* Before writing a block's output: 0 when the block was abandoned (its PU released while it
- * ran, the items back in the pool), else 1, and the block can no longer be abandoned. */
-static int commit(driver *d) {
-  run_ctx *r = d->r;
-  pthread_mutex_lock(&r->mu);
-  int go = !r->abandoned[d->pu];
-  if (go) r->committing[d->pu] = 1;
-  pthread_mutex_unlock(&r->mu);
-  return go;
 }
 
 static void set_error_locked(run_ctx *r, int code) {
@@ -387,8 +377,16 @@ static int local_input(hlb__driver *core, const hlb_block *blk, const void **in,
   return hlb__driver_host_input(core, d->r->cl, blk, in, out);
 }
 
+/* Before writing a block's output: 0 when the block was abandoned (its PU released while it
+ * ran, the items back in the pool), else 1, and the block can no longer be abandoned. */
 static int local_commit(hlb__driver *core) {
-  return commit(core->ctx);
+  driver *d = core->ctx;
+  run_ctx *r = d->r;
+  pthread_mutex_lock(&r->mu);
+  int go = !r->abandoned[d->pu];
+  if (go) r->committing[d->pu] = 1;
+  pthread_mutex_unlock(&r->mu);
+  return go;
 }
 
 static int local_output(hlb__driver *core, const hlb_block *blk, void *out) {
