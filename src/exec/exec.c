@@ -1,14 +1,16 @@
 /* hlb_executor_run(): one driver thread per PU asks the balancer for blocks, moves the
- * block's data, runs the kernel and reports measured compute and transfer times. */
+ * block's data, runs the kernel and reports measured compute and transfer times. The loop is
+ * the driver core's (driver.h); this file gives it the local transport (the balancer under the
+ * run's lock, the caller's arrays) and judges the devices that hold cores of the cpu PU. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/clock.h"
 #include "common/error_internal.h"
+#include "exec/driver.h"
 #include "exec/exec_internal.h"
 #include "exec/judge.h"
 #include "exec/models.h"
@@ -55,16 +57,14 @@ typedef struct run_ctx {
   size_t n_items;
 } run_ctx;
 
-/* A PU's driver; its staging buffers are the executor's (ex->stage), kept from block to block
- * and from run to run, grown as blocks grow. */
+/* A PU's driver: the driver core's state (driver.h) and this executor's view of the PU. Its
+ * staging buffers are the executor's (ex->stage), kept from run to run. */
 typedef struct driver driver;
 struct driver {
+  hlb__driver core; /* core.ctx points back here */
   run_ctx *r;
-  unsigned pu;          /* the executor's PU index (devices, stats) */
-  unsigned bpu;         /* the balancer's index of the same PU */
-  unsigned started;     /* blocks started, for fault injection */
-  unsigned fail_streak; /* consecutive failures */
-  hlb__stage *sg;       /* &ex->stage[pu] */
+  unsigned pu;  /* the PU's index: the executor's, as core.pu (devices, stats, injection) */
+  unsigned bpu; /* the balancer's index of the same PU (driver.h, "One numbering") */
 };
 
 void hlb_exec_options_default(hlb_exec_options *o) {
@@ -89,150 +89,6 @@ double hlb_exec_busy_pct(const hlb_exec_stats *s, unsigned i) {
   return p > 100 ? 100 : p;
 }
 
-int hlb__staging_grow_host(void **buf, size_t *cap, size_t need) {
-  if (need <= *cap) return 0;
-  void *p = realloc(*buf, need);
-  if (!p) return hlb__error(HLB_ENOMEM, "executor: cannot allocate %zu bytes of staging", need);
-  *buf = p;
-  *cap = need;
-  return 0;
-}
-
-int hlb__staging_grow_device(const hlb__backend_ops *ops, void *dev, void **buf, size_t *cap,
-                             size_t need) {
-  if (need <= *cap) return 0;
-  ops->release(dev, *buf);
-  *buf = NULL;
-  *cap = 0;
-  int rc = ops->alloc(dev, need, buf);
-  if (rc == 0) *cap = need;
-  return rc;
-}
-
-static int grow_dev(driver *d, void **buf, size_t *cap, size_t need) {
-  return hlb__staging_grow_device(d->r->ex->ops[d->pu], d->r->ex->dev[d->pu], buf, cap, need);
-}
-
-int hlb__block_host_io(const hlb_codelet *cl, const hlb_block *blk, void **host_in,
-                       size_t *host_in_cap, void **host_out, size_t *host_out_cap, const void **in,
-                       void **out) {
-  size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
-  int rc = 0;
-  *in = NULL;
-  *out = NULL;
-  if (in_b && cl->pack) {
-    if ((rc = hlb__staging_grow_host(host_in, host_in_cap, in_b))) return rc;
-    cl->pack(cl->user, blk->begin, blk->count, *host_in);
-    *in = *host_in;
-  } else if (in_b) {
-    *in = (const char *)cl->in + blk->begin * cl->in_bytes_per_item;
-  }
-  if (out_b && cl->unpack) {
-    if ((rc = hlb__staging_grow_host(host_out, host_out_cap, out_b))) return rc;
-    *out = *host_out;
-  } else if (out_b) {
-    *out = (char *)cl->out + blk->begin * cl->out_bytes_per_item;
-  }
-  return 0;
-}
-
-/* Stage the block's input on the PU and point call->in/out at PU memory. */
-static int stage_in(driver *d, const hlb_block *blk, hlb_exec_call *call) {
-  const hlb_codelet *cl = d->r->cl;
-  const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
-  size_t in_b = cl->in_bytes_per_item * blk->count, out_b = cl->out_bytes_per_item * blk->count;
-  const void *src = NULL;
-  void *host_out = NULL;
-  hlb__stage *sg = d->sg;
-  int rc = hlb__block_host_io(cl, blk, &sg->host_in, &sg->host_in_cap, &sg->host_out,
-                              &sg->host_out_cap, &src, &host_out);
-  if (rc) return rc;
-  if (ops->host_memory) {
-    call->in = src;
-    call->out = host_out;
-    return 0;
-  }
-  if ((rc = grow_dev(d, &sg->dev_in, &sg->dev_in_cap, in_b)) ||
-      (rc = grow_dev(d, &sg->dev_out, &sg->dev_out_cap, out_b)))
-    return rc;
-  call->in = in_b ? sg->dev_in : NULL;
-  call->out = out_b ? sg->dev_out : NULL;
-  return in_b ? ops->to_device(d->r->ex->dev[d->pu], sg->dev_in, src, in_b) : 0;
-}
-
-/* Bring the block's output back and unpack it. */
-static int stage_out(driver *d, const hlb_block *blk) {
-  const hlb_codelet *cl = d->r->cl;
-  const hlb__backend_ops *ops = d->r->ex->ops[d->pu];
-  size_t out_b = cl->out_bytes_per_item * blk->count;
-  if (!out_b) return 0;
-  if (!ops->host_memory) {
-    void *dst =
-        cl->unpack ? d->sg->host_out : (char *)cl->out + blk->begin * cl->out_bytes_per_item;
-    int rc = ops->to_host(d->r->ex->dev[d->pu], dst, d->sg->dev_out, out_b);
-    if (rc) return rc;
-  }
-  if (cl->unpack) cl->unpack(cl->user, blk->begin, blk->count, d->sg->host_out);
-  return 0;
-}
-
-static int injected(driver *d) {
-  const hlb_exec_options *o = &d->r->opt;
-  if (o->inject_pu != (int)d->pu || o->inject_from == 0 || d->started < o->inject_from) return 0;
-  return o->inject_count == 0 || d->started < o->inject_from + o->inject_count;
-}
-
-static void sleep_s(double s) {
-  if (!(s > 0)) return;
-  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0)
-    ;
-}
-
-/* Run one block outside the lock; fill the sample's times. */
-/* Before writing a block's output: 0 when the block was abandoned (its PU released while it
- * ran, the items back in the pool), else 1, and the block can no longer be abandoned. */
-static int commit(driver *d) {
-  run_ctx *r = d->r;
-  pthread_mutex_lock(&r->mu);
-  int go = !r->abandoned[d->pu];
-  if (go) r->committing[d->pu] = 1;
-  pthread_mutex_unlock(&r->mu);
-  return go;
-}
-
-static int run_block(driver *d, const hlb_block *blk, hlb_sample *s, double *throttle_s) {
-  run_ctx *r = d->r;
-  hlb_exec_call call = {.begin = blk->begin, .count = blk->count, .user = r->cl->user};
-  memcpy((void *)call.shared, r->shared[d->pu], sizeof call.shared);
-  d->started++;
-  double t_a = hlb__now();
-  int rc = stage_in(d, blk, &call);
-  double t_b = hlb__now();
-  if (rc == 0 && injected(d))
-    rc = hlb__error(HLB_EDEVICE, "pu '%s': injected failure of its block %u (items [%zu, +%zu))",
-                    r->ex->pu[d->pu].name, d->started, blk->begin, blk->count);
-  if (rc == 0) rc = r->ex->ops[d->pu]->launch(r->ex->dev[d->pu], r->kernel[d->pu], r->cl, &call);
-  double t_c = hlb__now();
-  if (rc == 0 && !commit(d)) return 0; /* released meanwhile: its items went to the others */
-  if (rc == 0) rc = stage_out(d, blk);
-  double t_d = hlb__now();
-  double compute = t_c - t_b;
-  /* Emulated slowdown: the PU looks `throttle` times slower to the balancer. Sleeping, not
-   * spinning, so the emulation does not steal cores from the other PUs. */
-  double f = r->ex->pu[d->pu].throttle;
-  *throttle_s = 0;
-  if (rc == 0 && f > 1) {
-    *throttle_s = compute * (f - 1);
-    sleep_s(*throttle_s);
-    compute *= f;
-  }
-  s->block = *blk;
-  s->compute_s = compute;
-  s->transfer_s = (t_b - t_a) + (t_d - t_c);
-  return rc;
-}
-
 static void set_error_locked(run_ctx *r, int code) {
   if (r->error) return;
   r->error = code;
@@ -243,30 +99,15 @@ static double rel_now(const run_ctx *r) {
   return hlb__now() - r->t0;
 }
 
-/* After a failed block: give it back; retire the PU after too many in a row. Returns 1 when
- * the PU is retired. */
-static int block_failed_locked(driver *d, const hlb_block *blk) {
+/* After a failed block: give it back; with `retire` (the driver core counted too many in a
+ * row), the PU is given up. */
+static void block_failed_locked(driver *d, const hlb_block *blk, int retire) {
   run_ctx *r = d->r;
-  r->st[d->pu].failed_blocks++;
   snprintf(r->fail_text, sizeof r->fail_text, "%s", hlb_last_error());
-  hlb_balancer_fail(r->b, d->bpu, blk, rel_now(r));
-  unsigned limit = r->opt.max_failures ? r->opt.max_failures : HLB_EXEC_MAX_FAILURES;
-  if (++d->fail_streak < limit) return 0;
-  hlb_balancer_retire(r->b, d->bpu);
-  r->st[d->pu].retired = 1;
-  /* The stats keep the first part of a long message. */
-  memcpy(r->st[d->pu].failure, r->fail_text, sizeof r->st[d->pu].failure - 1);
-  return 1;
-}
-
-void hlb__pu_stats_add_block(hlb_exec_pu_stats *st, const hlb_sample *s, double throttle_s) {
-  st->items += s->block.count;
-  st->blocks++;
-  st->compute_s += s->compute_s - throttle_s;
-  st->throttle_s += throttle_s;
-  st->transfer_s += s->transfer_s;
-  st->busy_s += s->compute_s + s->transfer_s;
-  st->finish_s = s->end_s;
+  hlb__pu_stats_add_failure(&r->st[d->pu], r->fail_text, retire);
+  int rc = hlb_balancer_fail(r->b, d->bpu, blk, rel_now(r));
+  if (rc == 0 && retire) rc = hlb_balancer_retire(r->b, d->bpu);
+  if (rc) set_error_locked(r, rc);
 }
 
 /* Items per second of every PU alive at its last block size: the fitted model where there is
@@ -578,8 +419,8 @@ static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   double end = rel_now(r);
   s->end_s = end;
   /* A rejected sample (HLB_ESAMPLE) still counts the block as processed. */
-  hlb_balancer_done(r->b, d->bpu, s);
-  d->fail_streak = 0;
+  int rc = hlb_balancer_done(r->b, d->bpu, s);
+  if (rc && rc != HLB_ESAMPLE) set_error_locked(r, rc);
   hlb__pu_stats_add_block(st, s, throttle_s);
   r->last_block[d->pu] = s->block.count;
   r->bpu_of[d->pu] = (int)d->bpu;
@@ -614,44 +455,106 @@ static int next_locked(driver *d, hlb_block *blk) {
   }
 }
 
-static void *drive(void *arg) {
-  driver *d = arg;
+/* ---- The local transport: the driver core's hooks for a PU of this executor ---------- */
+
+static int local_next(hlb__driver *core, hlb_block *blk) {
+  driver *d = core->ctx;
   run_ctx *r = d->r;
-  hlb_block blk;
   pthread_mutex_lock(&r->mu);
-  while (next_locked(d, &blk)) {
+  int got = next_locked(d, blk);
+  if (got) {
     r->in_flight++;
     r->in_block[d->pu] = 1;
     r->committing[d->pu] = 0;
-    r->block[d->pu] = blk;
+    r->block[d->pu] = *blk;
     r->block_start[d->pu] = rel_now(r);
-    r->block_count[d->pu] = blk.count;
+    r->block_count[d->pu] = blk->count;
     r->bpu_of[d->pu] = (int)d->bpu;
-    pthread_mutex_unlock(&r->mu);
-    hlb_sample s;
-    double throttle_s = 0;
-    int rc = run_block(d, &blk, &s, &throttle_s);
-    pthread_mutex_lock(&r->mu);
-    r->in_flight--;
-    r->in_block[d->pu] = 0;
-    int stop = 0;
-    if (r->abandoned[d->pu]) {
-      /* Released while the block ran; the block is already back in the pool and the PU
-       * retired (release_locked): nothing to record. */
-      pthread_cond_broadcast(&r->cv);
-      break;
-    } else if (rc == 0) {
-      block_done_locked(d, &s, throttle_s);
-      stop = release_weak_locked(d);
-    } else {
-      stop = block_failed_locked(d, &blk);
-    }
-    pthread_cond_broadcast(&r->cv);
-    if (stop) break;
   }
+  pthread_mutex_unlock(&r->mu);
+  return got;
+}
+
+static int local_input(hlb__driver *core, const hlb_block *blk, const void **in, void **out,
+                       double *earlier_s) {
+  driver *d = core->ctx;
+  *earlier_s = 0;
+  return hlb__driver_host_input(core, d->r->cl, blk, in, out);
+}
+
+/* Before writing a block's output: 0 when the block was abandoned (its PU released while it
+ * ran, the items back in the pool), else 1, and the block can no longer be abandoned. */
+static int local_commit(hlb__driver *core) {
+  driver *d = core->ctx;
+  run_ctx *r = d->r;
+  pthread_mutex_lock(&r->mu);
+  int go = !r->abandoned[d->pu];
+  if (go) r->committing[d->pu] = 1;
+  pthread_mutex_unlock(&r->mu);
+  return go;
+}
+
+static int local_output(hlb__driver *core, const hlb_block *blk, void *out) {
+  driver *d = core->ctx;
+  (void)out; /* written in place, or into the staging buffer unpack reads */
+  hlb__driver_host_output(core, d->r->cl, blk);
+  return 0;
+}
+
+/* The PU's block is over (mu held): 1 when it was abandoned, its PU released while it ran
+ * (release_locked gave the block back and retired the PU): nothing is to be recorded. */
+static int block_ended_locked(driver *d) {
+  run_ctx *r = d->r;
+  r->in_flight--;
+  r->in_block[d->pu] = 0;
+  return r->abandoned[d->pu];
+}
+
+static int local_done(hlb__driver *core, hlb_sample *s, double throttle_s) {
+  driver *d = core->ctx;
+  run_ctx *r = d->r;
+  pthread_mutex_lock(&r->mu);
+  int stop = block_ended_locked(d);
+  if (!stop) {
+    block_done_locked(d, s, throttle_s);
+    stop = release_weak_locked(d);
+  }
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  return stop;
+}
+
+static int local_fail(hlb__driver *core, const hlb_block *blk, int retire) {
+  driver *d = core->ctx;
+  run_ctx *r = d->r;
+  pthread_mutex_lock(&r->mu);
+  int stop = block_ended_locked(d);
+  if (!stop) block_failed_locked(d, blk, retire);
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  return stop;
+}
+
+static void local_leave(hlb__driver *core) {
+  driver *d = core->ctx;
+  run_ctx *r = d->r;
+  pthread_mutex_lock(&r->mu);
+  if (r->in_block[d->pu]) block_ended_locked(d); /* its block was dropped at commit */
   r->alive--;
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);
+}
+
+static const hlb__transport local_transport = {.next = local_next,
+                                               .input = local_input,
+                                               .commit = local_commit,
+                                               .output = local_output,
+                                               .done = local_done,
+                                               .fail = local_fail,
+                                               .leave = local_leave};
+
+static void *drive(void *arg) {
+  hlb__driver_loop(arg);
   return NULL;
 }
 
@@ -790,17 +693,40 @@ static void remember_rates(run_ctx *r) {
       r->ex->rate[i] = (double)r->st[i].items / r->st[i].busy_s;
 }
 
+/* PU i's driver, the balancer's PU bpu. */
+static void init_driver(run_ctx *r, driver *d, unsigned i, unsigned bpu) {
+  hlb_executor *ex = r->ex;
+  *d = (driver){.r = r, .pu = i, .bpu = bpu};
+  d->core = (hlb__driver){.t = &local_transport,
+                          .ctx = d,
+                          .pu = i,
+                          .ops = ex->ops[i],
+                          .dev = ex->dev[i],
+                          .call = HLB__KERNEL_LAUNCH,
+                          .kernel = r->kernel[i],
+                          .cl = r->cl,
+                          .shared = r->shared[i],
+                          .throttle = ex->pu[i].throttle,
+                          .max_failures = r->opt.max_failures,
+                          .inject_pu = r->opt.inject_pu,
+                          .inject_from = r->opt.inject_from,
+                          .inject_count = r->opt.inject_count,
+                          .sg = &ex->stage[i]};
+  snprintf(d->core.label, sizeof d->core.label, "pu '%s'", ex->pu[i].name);
+}
+
 static void start_drivers(run_ctx *r, driver *drv, pthread_t *th, int *started,
                           const unsigned *bidx, unsigned nb) {
   r->alive = nb;
   r->t0 = hlb__now();
   for (unsigned j = 0; j < nb; j++) {
-    drv[j] = (driver){.r = r, .pu = bidx[j], .bpu = j, .sg = &r->ex->stage[bidx[j]]};
-    started[j] = pthread_create(&th[j], NULL, drive, &drv[j]) == 0;
+    init_driver(r, &drv[j], bidx[j], j);
+    started[j] = pthread_create(&th[j], NULL, drive, &drv[j].core) == 0;
     if (!started[j]) {
       /* Threads already started finish the work; this PU simply takes none. */
       pthread_mutex_lock(&r->mu);
-      hlb_balancer_retire(r->b, j);
+      int rc = hlb_balancer_retire(r->b, j);
+      if (rc) set_error_locked(r, rc);
       r->alive--;
       pthread_cond_broadcast(&r->cv);
       pthread_mutex_unlock(&r->mu);

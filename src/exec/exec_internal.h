@@ -3,6 +3,7 @@
 #define HLB_EXEC_INTERNAL_H
 
 #include "exec/backend.h"
+#include "exec/driver.h"
 #include "exec/model_store.h"
 #include "hlb/exec.h"
 
@@ -30,12 +31,6 @@ typedef struct hlb__kept {
   size_t shared_cap[HLB_EXEC_MAX_SHARED];
 } hlb__kept;
 
-/* A PU's staging buffers, kept from run to run (a run's first blocks allocate nothing). */
-typedef struct hlb__stage {
-  void *dev_in, *dev_out, *host_in, *host_out;
-  size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
-} hlb__stage;
-
 struct hlb_executor {
   unsigned n;
   /* Each array has n entries, allocated by hlb_executor_create: no fixed limit on PUs. */
@@ -57,7 +52,8 @@ struct hlb_executor {
   char (*takes_cores)[160];
   hlb__exec_memo *memo;  /* per codelet: the samples of this executor's runs */
   unsigned n_memo;
-  /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging. */
+  /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging
+   * (driver.h), kept from run to run: a run's first blocks allocate nothing. */
   hlb__kept **kept;
   unsigned *n_kept;
   hlb__stage *stage;

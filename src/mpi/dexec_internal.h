@@ -1,7 +1,18 @@
-/* The distributed executor's state (src/mpi/dexec.c), shared with the hierarchical mode
+/* The distributed executor's state, shared by its files and with the hierarchical mode
  * (src/mpi/hier.c), which runs one executor per node with its node leader in rank 0's place and
  * feeds that leader's balancer share after share (docs/mpi-executor.md, "Hierarchical mode").
- * Internal to libhlb_mpi. */
+ * Internal to libhlb_mpi. The executor's files, one job each:
+ *   dexec.c         the run: rank 0's balancer bookkeeping, rank 0's own PUs (the driver core's
+ *                   local transport, src/exec/driver.h), the verdict, hlb_mpi_run
+ *   dexec_wire.c    the wire: messages, their sends in flight, MPI errors
+ *   dexec_serve.c   rank 0's service: requests of the other ranks' PUs, grants with their
+ *                   input, outputs, the liveness watch
+ *   dexec_remote.c  ranks > 0: the driver core's remote transport and the communication loop
+ *   dexec_setup.c   set-up and tear-down: parameters, PU layout, devices, shared buffers,
+ *                   kernels, reports, the balancer, stats
+ * One numbering (src/exec/driver.h): a PU's index is its global index g (ranks in order, each
+ * rank's PUs in its order), in messages, stats, injection and traces; on rank 0, gbpu[g] and
+ * gof_b[] map it to the balancer's index and back, the balancer knowing only usable PUs. */
 #ifndef HLB_MPI_DEXEC_INTERNAL_H
 #define HLB_MPI_DEXEC_INTERNAL_H
 
@@ -10,6 +21,7 @@
 #include <stdint.h>
 
 #include "exec/backend.h"
+#include "exec/driver.h"
 #include "hlb/balancer.h"
 #include "hlb/mpi.h"
 
@@ -63,8 +75,7 @@ struct dx;
 
 typedef struct dx_pu {
   struct dx *x;
-  unsigned l, g;
-  int bpu; /* rank 0: the balancer's index of this PU; -1 when it takes no part */
+  unsigned g; /* the PU's global index (one numbering, above) */
   hlb_exec_pu pu;
   const hlb__backend_ops *ops;
   void *dev;
@@ -72,9 +83,14 @@ typedef struct dx_pu {
   double setup_s;
   char why[DX_TEXT]; /* why it is not usable */
   const void *shared[HLB_EXEC_MAX_SHARED];
-  unsigned started, fail_streak;
-  void *dev_in, *dev_out, *host_in, *host_out;
-  size_t dev_in_cap, dev_out_cap, host_in_cap, host_out_cap;
+  hlb__driver core; /* the driver core's state; core.ctx points back here */
+  hlb__stage sg;
+  /* Remote driver (ranks > 0): the block in hand's input (as it came with the grant, with the
+   * seconds it took to arrive: rank 0's packing and the receive) and output (sent with DONE);
+   * `ahead`: a NEXT is out, asked one block ahead. The driver thread only. */
+  void *in_data, *out_data;
+  double in_s;
+  int ahead;
   /* Mailbox of a remote driver; guarded by x->mu. Its own condition variable: with many PUs
    * on a rank, one shared by all would wake every driver for every reply. */
   pthread_cond_t mail;
@@ -193,5 +209,36 @@ int hlb__dx_share_result(dx *x, int rc);
 void hlb__dx_end(dx *x);
 /* An MPI call failed: print the rank, the operation and the peer, and abort the job. */
 void hlb__dx_mpi_check(const dx *x, int mrc, const char *what, int peer);
+#define mpi_check hlb__dx_mpi_check
+
+/* Seconds since the run started (x->t0). */
+double hlb__dx_rel_now(const dx *x);
+/* Rank r of x->comm as the job knows it: the world rank in the hierarchical mode. */
+int hlb__dx_world_rank(const dx *x, int r);
+
+/* dexec_wire.c: a message to `dest` (is_req: a request to rank 0, else a reply from it); aborts
+ * the job when out of memory, since a lost message would hang a peer. */
+out_msg *hlb__dx_new_msg(int is_req, int dest);
+/* Start sending m (the calling thread only); it is freed, with its data when it owns them,
+ * once sent. */
+void hlb__dx_send(dx *x, out_msg *m);
+/* Complete the sends that can be completed; 1 when one finished. */
+int hlb__dx_progress_sends(dx *x);
+
+/* dexec.c, rank 0, x->mu held: the balancer calls of global PU g, moved to and from the
+ * current share's numbers (hier.c), and the run's bookkeeping of its blocks: stats, error,
+ * waking the waiting. */
+int hlb__dx_bal_next(dx *x, unsigned g, hlb_block *blk);
+int hlb__dx_bal_fail(dx *x, unsigned g, const hlb_block *blk);
+void hlb__dx_set_error_locked(dx *x, int code, const char *text);
+void hlb__dx_done_locked(dx *x, unsigned g, hlb_sample *s, double throttle_s);
+void hlb__dx_fail_locked(dx *x, unsigned g, const hlb_block *blk, const char *text);
+void hlb__dx_retire_locked(dx *x, unsigned g, const char *text);
+
+/* dexec_serve.c: rank 0's service loop, until every PU said BYE and every send is done. */
+void hlb__dx_serve_loop(dx *x);
+/* dexec_remote.c: the transport of a PU on a rank > 0, and that rank's communication loop. */
+extern const hlb__transport hlb__dx_remote_transport;
+void hlb__dx_comm_loop(dx *x);
 
 #endif

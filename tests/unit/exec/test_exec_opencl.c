@@ -463,7 +463,8 @@ static void test_judged_devices(void **st) {
 }
 
 /* The heavy kernel on the automatic cpu PU (throttled cpu_throttle times) and opencl:0, greedy
- * in blocks of 20, models read and written in `dir`; keep: keep_weak_devices. */
+ * in one-item blocks (the device's thousands of blocks outlast the cpu PU's first two, as in
+ * test_judged_devices), models read and written in `dir`; keep: keep_weak_devices. */
 static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_exec_stats *s) {
   hlb_exec_pu pus[2];
   unsigned n = 0;
@@ -478,7 +479,7 @@ static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
-  o.params = "chunk=20";
+  o.params = "chunk=1";
   o.models = HLB_MODELS_ON;
   o.model_dir = dir;
   o.keep_weak_devices = keep;
@@ -489,7 +490,7 @@ static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_
 }
 
 /* A device on the cores that a run finds faster per core than the cpu PU (here the cpu PU is
- * throttled 8x) is kept, and the stored decision gives it the cpu PU's cores in the next run:
+ * throttled 200x: a first device block slowed by a loaded machine cannot release it) is kept, and the stored decision gives it the cpu PU's cores in the next run:
  * the cpu PU is left out, the device opened again on both cores does every item. With
  * keep_weak_devices the decision is not applied. */
 static void test_device_takes_cores(void **st) {
@@ -497,7 +498,7 @@ static void test_device_takes_cores(void **st) {
   char dir[] = "/tmp/hlb-takes-XXXXXX";
   assert_non_null(mkdtemp(dir));
   hlb_exec_stats s = {0};
-  run_with_models(8, dir, 0, &s);
+  run_with_models(200, dir, 0, &s);
   unsigned cus = s.pu[1].cores;
   if (cus == 0 || s.pu[0].cores + cus < 2) { /* a GPU, or one core: nothing to give */
     hlb_exec_stats_clear(&s);
@@ -508,7 +509,7 @@ static void test_device_takes_cores(void **st) {
   unsigned cpu_cores = s.pu[0].cores;
   hlb_exec_stats_clear(&s);
 
-  run_with_models(8, dir, 0, &s);
+  run_with_models(200, dir, 0, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "released before the run"));
   assert_non_null(strstr(s.per_pu[0].release_reason, "opencl:0"));
@@ -517,7 +518,7 @@ static void test_device_takes_cores(void **st) {
   assert_int_equal(s.pu[1].cores, cus + cpu_cores);
   hlb_exec_stats_clear(&s);
 
-  run_with_models(8, dir, 1, &s);
+  run_with_models(200, dir, 1, &s);
   assert_int_equal(s.per_pu[0].released, 0);
   assert_int_equal(s.pu[1].cores, cus);
   assert_true(s.per_pu[0].items > 0);
