@@ -257,6 +257,7 @@ int hlb_mpi_run(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_local,
   int rc = hlb__dx_start(comm, local_pus, n_local, cl, n_items, opt, 1, &x);
   if (rc == 0) {
     hlb__dx_run(x);
+    hlb__dx_models_end(x);
     if (x->rank == 0) {
       rc = hlb__dx_finish(x);
       if (stats) {

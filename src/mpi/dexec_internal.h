@@ -183,6 +183,16 @@ typedef struct dx {
   int (*hook)(struct dx *x);
   void *hook_arg;
   int hook_over;
+  /* Models kept across runs (dexec_models.c); rank 0 only but the mode, model_dir of every
+   * rank's options. Per global PU: its stored samples (HLB__MODEL_KEEP slots each) and their
+   * count; per balancer PU: pointers into them for the balancer's priors. */
+  hlb_sample *prior;
+  size_t *n_prior;
+  const hlb_sample **prior_of_b;
+  size_t *n_prior_of_b;
+  int models_from;       /* hlb_models_from */
+  char model_file[1024]; /* rank 0's file */
+  char model_error[512]; /* why rank 0 could not read or store them */
 } dx;
 
 /* Setup, collective over comm: arguments checked and agreed, PUs laid out, devices opened,
@@ -215,6 +225,17 @@ void hlb__dx_mpi_check(const dx *x, int mrc, const char *what, int peer);
 double hlb__dx_rel_now(const dx *x);
 /* Rank r of x->comm as the job knows it: the world rank in the hierarchical mode. */
 int hlb__dx_world_rank(const dx *x, int r);
+
+/* dexec_setup.c, collective: n_local records of `each` bytes from every rank to rank 0's `all`
+ * (n_global records, in global PU order), and back from rank 0's `all` to each rank's `mine`. */
+void hlb__dx_gather_pus(dx *x, const void *mine, size_t each, void *all);
+void hlb__dx_scatter_pus(dx *x, const void *all, size_t each, void *mine);
+
+/* dexec_models.c, collective (docs/models.md, "MPI runs"): before the run, every rank's stored
+ * samples of its PUs to rank 0 (x->prior_of_b for the balancer, x->models_from); after it, the
+ * run's finished blocks of each rank's PUs into its host's model file. Per rank 0's mode. */
+void hlb__dx_models_begin(dx *x);
+void hlb__dx_models_end(dx *x);
 
 /* dexec_wire.c: a message to `dest` (is_req: a request to rank 0, else a reply from it); aborts
  * the job when out of memory, since a lost message would hang a peer. */

@@ -49,7 +49,7 @@ static int check_local(dx *x, const hlb_exec_pu *pus, unsigned n, const hlb_code
 typedef struct dx_params {
   uint64_t n_items, in_b, out_b, granularity, min_block, shared_bytes[HLB_EXEC_MAX_SHARED];
   uint32_t n_shared, max_failures, inject_from, inject_count;
-  int32_t inject_pu, pad;
+  int32_t inject_pu, models; /* models: rank 0's hlb_models_mode */
   double timeout_s;
 } dx_params;
 
@@ -66,6 +66,7 @@ static void share_params(dx *x) {
                     .inject_from = x->opt.inject_from,
                     .inject_count = x->opt.inject_count,
                     .inject_pu = x->opt.inject_pu,
+                    .models = x->opt.models,
                     .timeout_s = x->timeout_s};
     for (unsigned i = 0; i < x->cl.n_shared; i++)
       p.shared_bytes[i] = x->cl.shared[i].bytes;
@@ -80,6 +81,7 @@ static void share_params(dx *x) {
   x->opt.inject_pu = p.inject_pu;
   x->opt.inject_from = p.inject_from;
   x->opt.inject_count = p.inject_count;
+  x->opt.models = p.models;
   x->timeout_s = p.timeout_s;
   x->cl.n_shared = p.n_shared;
   for (unsigned i = 0; i < p.n_shared; i++)
@@ -113,24 +115,39 @@ static int share_buffers(dx *x) {
   return 0;
 }
 
-/* Gather n_mine records of `each` bytes from every rank to rank 0, in global PU order. */
-static void gather_pus(dx *x, const void *mine, size_t each, void *all) {
-  int *cnt = NULL, *dsp = NULL;
-  if (x->rank == 0) {
-    cnt = calloc((size_t)x->size, sizeof *cnt);
-    dsp = calloc((size_t)x->size, sizeof *dsp);
-    if (!cnt || !dsp) {
-      fprintf(stderr, "hlb_mpi_run: rank 0: out of memory\n");
-      MPI_Abort(x->comm, 1);
-    }
-    for (int r = 0; r < x->size; r++) {
-      cnt[r] = x->counts[r] * (int)each;
-      dsp[r] = x->offsets[r] * (int)each;
-    }
+/* Per rank, its PUs' records in bytes and where they start (rank 0 only; NULL elsewhere). */
+static void rank_spans(dx *x, size_t each, int **cnt, int **dsp) {
+  *cnt = *dsp = NULL;
+  if (x->rank != 0) return;
+  *cnt = calloc((size_t)x->size, sizeof **cnt);
+  *dsp = calloc((size_t)x->size, sizeof **dsp);
+  if (!*cnt || !*dsp) {
+    fprintf(stderr, "hlb_mpi_run: rank 0: out of memory\n");
+    MPI_Abort(x->comm, 1);
   }
+  for (int r = 0; r < x->size; r++) {
+    (*cnt)[r] = x->counts[r] * (int)each;
+    (*dsp)[r] = x->offsets[r] * (int)each;
+  }
+}
+
+void hlb__dx_gather_pus(dx *x, const void *mine, size_t each, void *all) {
+  int *cnt, *dsp;
+  rank_spans(x, each, &cnt, &dsp);
   mpi_check(
       x, MPI_Gatherv(mine, (int)(x->n_local * each), MPI_BYTE, all, cnt, dsp, MPI_BYTE, 0, x->comm),
       "MPI_Gatherv", 0);
+  free(cnt);
+  free(dsp);
+}
+
+void hlb__dx_scatter_pus(dx *x, const void *all, size_t each, void *mine) {
+  int *cnt, *dsp;
+  rank_spans(x, each, &cnt, &dsp);
+  mpi_check(
+      x,
+      MPI_Scatterv(all, cnt, dsp, MPI_BYTE, mine, (int)(x->n_local * each), MPI_BYTE, 0, x->comm),
+      "MPI_Scatterv", 0);
   free(cnt);
   free(dsp);
 }
@@ -236,7 +253,7 @@ static void gather_reports(dx *x) {
     mine[l].setup_s = x->loc[l].setup_s;
     memcpy(mine[l].why, x->loc[l].why, DX_TEXT);
   }
-  gather_pus(x, mine, sizeof *mine, all);
+  hlb__dx_gather_pus(x, mine, sizeof *mine, all);
   if (x->rank == 0) {
     for (int r = 0; r < x->size; r++)
       for (int k = 0; k < x->counts[r]; k++)
@@ -330,6 +347,12 @@ int hlb__dx_fill_stats(dx *x, hlb_mpi_run_stats *s) {
   }
   e->makespan_s = x->last_end;
   e->solver_s = x->b ? hlb_balancer_solver_seconds(x->b) : 0;
+  e->models_from = x->models_from;
+  snprintf(e->model_file, sizeof e->model_file, "%s", x->model_file);
+  snprintf(e->model_error, sizeof e->model_error, "%s", x->model_error);
+  for (unsigned g = 0; g < x->n_global && x->b; g++)
+    if (x->gbpu[g] >= 0)
+      e->per_pu[g].prior_samples = hlb_balancer_primed(x->b, (unsigned)x->gbpu[g]);
   s->setup_s = x->setup_s;
   s->bytes_to_ranks = x->bytes_to;
   s->bytes_from_ranks = x->bytes_from;
@@ -418,8 +441,9 @@ static int setup(dx *x, int make_balancer) {
   /* Without a balancer of its own (the hierarchical mode's node), a node with no usable PU
    * is a failed node, not a failed run (src/mpi/hier.c). */
   if (rc == HLB_EDEVICE && !make_balancer) rc = 0;
+  if (make_balancer) hlb__dx_models_begin(x); /* collective: every rank, whatever rc */
   if (x->rank == 0 && !rc && make_balancer)
-    rc = hlb__dx_new_balancer(x, x->n_items, NULL, NULL, &x->b);
+    rc = hlb__dx_new_balancer(x, x->n_items, x->prior_of_b, x->n_prior_of_b, &x->b);
   return hlb__dx_share_result(x, rc);
 }
 
@@ -466,6 +490,10 @@ void hlb__dx_end(dx *x) {
   free(x->fly);
   free(x->fly_rq);
   free(x->fly_idx);
+  free(x->prior);
+  free(x->n_prior);
+  free(x->prior_of_b);
+  free(x->n_prior_of_b);
   pthread_cond_destroy(&x->cv);
   pthread_mutex_destroy(&x->mu);
   MPI_Comm_free(&x->comm);

@@ -26,6 +26,35 @@ out=$("${MPIRUN[@]}" -np 2 "$hlb" run blackscholes --mpi --size 20000 --pus cpu:
   --throttle "cpu:1@0=50" --inject "cpu:1@1:1:0")
 echo "$out" | grep -q "retired" || { echo "FAIL: injected PU not retired"; fail=1; }
 echo "$out" | grep -q "verified against the reference" || { echo "FAIL: not verified"; fail=1; }
+# Models kept across MPI runs (docs/models.md, "MPI runs"): the first run trains and each rank
+# stores its PUs' samples in its host's file; the next starts every PU from them.
+models=$(mktemp -d)
+trap 'rm -rf "$models"' EXIT
+for want in trained stored; do
+  out=$(HLB_MODELS=on HLB_MODEL_DIR="$models" "${MPIRUN[@]}" -np 2 "$hlb" run matmul --mpi \
+    --size 256 --pus cpu:1 --json)
+  echo "$out" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['verified'] is True, d
+assert d['models'] == '$want', d['models']
+assert d['model_file'].startswith('$models/'), d.get('model_file')
+primed = [p['prior_samples'] for p in d['pus']]
+assert (min(primed) > 0) == ('$want' == 'stored'), primed
+print('models $want ok:', primed)
+" || fail=1
+done
+"$hlb" models show --model-dir "$models" --json | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+pus = [p for f in d['files'] for p in f['pus']]
+assert any(p['pu'].startswith('cpu:1|') and p['samples'] > 0 for p in pus), d
+" || { echo "FAIL: the MPI runs stored no samples"; fail=1; }
+# --models read reads and writes nothing.
+before=$(cat "$models"/*/matmul-*.json | md5sum)
+HLB_MODEL_DIR="$models" "${MPIRUN[@]}" -np 2 "$hlb" run matmul --mpi --size 256 --pus cpu:1 \
+  --models read >/dev/null
+[ "$(cat "$models"/*/matmul-*.json | md5sum)" = "$before" ] || { echo "FAIL: --models read wrote"; fail=1; }
 # Usage errors exit 2 on every rank, never hang.
 set +e
 "${MPIRUN[@]}" -np 2 "$hlb" run matmul --mpi --pus cpu:1 --throttle cpu:1=3 >/dev/null 2>&1
