@@ -60,6 +60,7 @@ typedef struct run {
   hlb__sp_block *refused; /* blocks whose task StarPU refused: their handles, to unregister */
   unsigned in_flight;     /* blocks submitted and not settled (scheduler_places: not finished) */
   int rc;                 /* the first policy error: no block is granted after it */
+  char rc_why[256];       /* its message (it may arise on a worker's thread) */
   double t0, adapter_s, last_end;
   size_t blocks, granted_by_workers;
   hlb_decision *log; /* scheduler_places: one entry per block, the balancer keeps none */
@@ -249,6 +250,14 @@ static void block_failed(run *r, unsigned pu, const hlb_sample *s, const char *w
   snprintf(r->st[pu].failure, sizeof r->st[pu].failure, "%s", why);
 }
 
+/* Under mu. The run's first policy error, with its message: hlb's errors are per thread, and
+ * this one may arise in a callback, on a worker's thread. */
+static void note_error(run *r, int rc) {
+  if (!rc || r->rc) return;
+  r->rc = rc;
+  snprintf(r->rc_why, sizeof r->rc_why, "%s", hlb_last_error());
+}
+
 /* Under mu. A finished block's sample goes to the balancer (its transfer time is the task's
  * data acquisition plus the write-back, as the executor's copy back counts), then every
  * worker short of blocks is offered its next. */
@@ -267,10 +276,10 @@ static void settle(run *r, hlb__sp_block *k, double write_back_s) {
   } else {
     r->fail_streak[pu] = 0;
     int d = hlb_balancer_done(r->b, pu, &s);
-    if (d && d != HLB_ESAMPLE && !r->rc) r->rc = d;
+    if (d != HLB_ESAMPLE) note_error(r, d);
     hlb__pu_stats_add_block(&r->st[pu], &s, k->throttle_s);
   }
-  if (!r->rc) r->rc = offer_idle(r);
+  if (!r->rc) note_error(r, offer_idle(r));
 }
 
 /* The tasks' callback, on the worker's thread. The kernel's time (the wrapper's throttle
@@ -335,7 +344,7 @@ static void drop_refused(run *r) {
 
 static int drive_balancer(run *r) {
   pthread_mutex_lock(&r->mu);
-  r->rc = offer_idle(r);
+  note_error(r, offer_idle(r));
   for (;;) {
     while (r->in_flight && !r->queued_unsettled && r->queued_settled < UNREGISTER_BATCH)
       pthread_cond_wait(&r->cv, &r->mu);
@@ -348,7 +357,7 @@ static int drive_balancer(run *r) {
   int rc = r->rc;
   pthread_mutex_unlock(&r->mu);
   drop_refused(r);
-  if (rc) return rc;
+  if (rc) return hlb__error(rc, "%s", r->rc_why);
   if (!hlb_balancer_finished(r->b))
     return hlb__error(HLB_EDEVICE, "hlb_starpu: every worker stopped with %zu of %zu items left",
                       hlb_balancer_remaining(r->b), r->n_items);
