@@ -96,9 +96,14 @@ typedef struct hlb_starpu_stats {
   int *workerid;      /* exec.n_pus entries: each PU's StarPU worker id (owned) */
   char placement[32]; /* "hlb" or the name of StarPU's scheduler that placed the blocks */
   size_t blocks;      /* tasks run */
-  double adapter_s;   /* driver time spent per run outside kernels and the policy:
-                         registering block handles, submitting, taking completions,
-                         writing blocks back; divide by blocks for the cost per block */
+  double adapter_s;   /* time spent per run outside kernels and the policy, on the calling
+                         thread and in the tasks' callbacks: registering block handles,
+                         submitting, writing blocks back; divide by blocks for the cost
+                         per block */
+  /* Blocks settled on their worker's own thread (hlb places, a worker computing in main
+   * memory): the task's callback gave the balancer the sample and submitted the worker's next
+   * block, without a round trip through the calling thread. */
+  size_t blocks_granted_by_workers;
 } hlb_starpu_stats;
 
 /* Free what the stats own and zero them. Accepts zeroed stats. */

@@ -31,8 +31,9 @@ typedef struct hlb__sp_split {
   size_t items;
 } hlb__sp_split;
 
-/* One block in flight: the task's handles, and what the task measured. Owned by the driver;
- * the task's callback fills the times and queues it. */
+/* One block in flight: the task's handles, and what the task measured. The task's callback
+ * fills the times, settles it when its worker computes in main memory (run.c) and hands it
+ * to the driver thread, which unregisters and frees it. */
 typedef struct hlb__sp_block {
   hlb_block blk;
   unsigned pu;
@@ -43,6 +44,7 @@ typedef struct hlb__sp_block {
   int workerid; /* where it ran (from the task's profiling) */
   void *owner;  /* the run */
   int failed;   /* the kernel's HLB_E* code (hlb_starpu_run_codelet); 0 when it succeeded */
+  int settled;  /* its sample went to the balancer (hlb places); it waits to be unregistered */
   char failure[256];
   struct hlb__sp_block *next;
 } hlb__sp_block;

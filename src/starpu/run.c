@@ -10,8 +10,15 @@
  * main memory) and registers each block's range as a handle of its own; StarPU moves it like
  * any data, and unregistering it writes it back into the parent's memory.
  *
- * Every balancer call happens on the calling thread; the tasks' callbacks only queue the
- * finished block under a mutex. */
+ * A worker that computes in main memory (a cpu worker) settles its own blocks: the task's
+ * callback, on the worker's thread, gives the balancer the block's sample, asks for the
+ * worker's next block and submits it, under the run's mutex. A worker with memory of its own
+ * (an OpenCL device) hands its finished block to the calling thread, which writes it back
+ * (unregistering it; StarPU forbids that in a callback), then settles it; that worker holds a
+ * second block queued meanwhile. The calling thread also unregisters the cpu workers' blocks,
+ * in batches, and sleeps otherwise: with as many spinning StarPU workers as cores, each of its
+ * wake-ups took a core from a worker, and a worker waiting for it to wake and submit its next
+ * block lost 1-2 ms (a scheduler time slice) each time. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,18 +41,28 @@ typedef struct run {
   size_t n_items;
   unsigned n_pus;
   int ids[STARPU_NMAXWORKERS];
-  /* busy: the worker's blocks submitted and not finished (at most BLOCKS_AHEAD). */
+  /* Everything below is shared by the driver and the tasks' callbacks: under mu. */
+  /* busy: the worker's blocks submitted and not settled (at most blocks_ahead). */
   int busy[STARPU_NMAXWORKERS], stopped[STARPU_NMAXWORKERS];
+  /* settles_in_callback: the worker computes in main memory, so its blocks are settled and
+   * its next block granted on its own thread, in the task's callback (see settle). */
+  int settles_in_callback[STARPU_NMAXWORKERS];
   unsigned fail_streak[STARPU_NMAXWORKERS];
   hlb_exec_pu_stats st[STARPU_NMAXWORKERS];
   uint32_t mask[(STARPU_NMAXWORKERS + 31) / 32]; /* the selected workers, for StarPU's scheduler */
   hlb_balancer *b;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  hlb__sp_block *head, *tail; /* finished blocks, oldest first */
-  unsigned in_flight;
+  /* Finished blocks handed to the driver, oldest first: settled ones only to unregister,
+   * unsettled ones (a device's) to write back first. */
+  hlb__sp_block *head, *tail;
+  unsigned queued_settled, queued_unsettled;
+  hlb__sp_block *refused; /* blocks whose task StarPU refused: their handles, to unregister */
+  unsigned in_flight;     /* blocks submitted and not settled (scheduler_places: not finished) */
+  int rc;                 /* the first policy error: no block is granted after it */
+  char rc_why[256];       /* its message (it may arise on a worker's thread) */
   double t0, adapter_s, last_end;
-  size_t blocks;
+  size_t blocks, granted_by_workers;
   hlb_decision *log; /* scheduler_places: one entry per block, the balancer keeps none */
   size_t n_log;
   /* o->memory: each PU's priors, and whether the run forgot them */
@@ -70,25 +87,6 @@ static double since(const struct timespec *a, const struct timespec *b) {
   return starpu_timing_timespec_delay_us((struct timespec *)a, (struct timespec *)b) / 1e6;
 }
 
-void hlb__sp_task_done(void *arg) {
-  hlb__sp_block *k = arg;
-  run *r = k->owner;
-  const struct starpu_profiling_task_info *pi = k->task->profiling_info;
-  /* The kernel's time (the wrapper's throttle sleep included) feeds F; fetching the inputs
-   * feeds G. Without profiling the times stay NaN and the balancer rejects the sample. */
-  k->compute_s = pi ? since(&pi->start_time, &pi->end_time) : NAN;
-  k->acquire_s = pi ? since(&pi->acquire_data_start_time, &pi->acquire_data_end_time) : NAN;
-  k->workerid = pi ? pi->workerid : starpu_worker_get_id();
-  pthread_mutex_lock(&r->mu);
-  if (r->tail)
-    r->tail->next = k;
-  else
-    r->head = k;
-  r->tail = k;
-  pthread_cond_signal(&r->cv);
-  pthread_mutex_unlock(&r->mu);
-}
-
 int hlb_starpu_current_block(size_t *begin, size_t *count) {
   const hlb__sp_block *k = hlb__sp_current();
   if (!k)
@@ -99,14 +97,37 @@ int hlb_starpu_current_block(size_t *begin, size_t *count) {
   return 0;
 }
 
-static void release_block(run *r, hlb__sp_block *k, int write_back) {
+/* Unregistering blocks: StarPU forbids it in a callback (it waits), so only the driver
+ * thread does it. With write_back, the block's items are copied back into the parent. */
+static void unregister_block(run *r, hlb__sp_block *k, int write_back) {
   for (unsigned i = 0; i < k->n_h; i++) {
     if (write_back && (r->split[i].mode & STARPU_W))
       starpu_data_unregister(k->h[i]);
     else
       starpu_data_unregister_no_coherency(k->h[i]);
   }
-  free(k);
+}
+
+/* Settled blocks wait for the driver in batches of this many: it then wakes once per batch,
+ * not once per block, and takes no core from the workers in between (as many StarPU workers
+ * as cores spin on them). A batch costs about a microsecond a block to unregister. */
+#define UNREGISTER_BATCH 32u
+
+/* Under mu. A finished block goes to the driver to be unregistered; the driver is woken when
+ * it has to act now (a block to settle, the run's last block, a full batch). */
+static void hand_to_driver(run *r, hlb__sp_block *k) {
+  k->next = NULL;
+  if (r->tail)
+    r->tail->next = k;
+  else
+    r->head = k;
+  r->tail = k;
+  if (k->settled)
+    r->queued_settled++;
+  else
+    r->queued_unsettled++;
+  if (r->queued_unsettled || r->queued_settled >= UNREGISTER_BATCH || !r->in_flight)
+    pthread_cond_signal(&r->cv);
 }
 
 static struct starpu_task *make_task(run *r, hlb__sp_block *k, int pinned_pu) {
@@ -130,7 +151,9 @@ static struct starpu_task *make_task(run *r, hlb__sp_block *k, int pinned_pu) {
   return t;
 }
 
-/* Register the block's handles and submit its task; pinned_pu < 0 lets StarPU place it. */
+/* Under mu. Register the block's handles and submit its task; pinned_pu < 0 lets StarPU
+ * place it. A task StarPU refuses leaves its block's handles to the driver to unregister at
+ * the end (this may run in a callback, where unregistering is forbidden). */
 static int submit_block(run *r, const hlb_block *blk, int pinned_pu) {
   double t_a = hlb__now();
   hlb__sp_block *k = calloc(1, sizeof *k);
@@ -147,8 +170,12 @@ static int submit_block(run *r, const hlb_block *blk, int pinned_pu) {
   struct starpu_task *t = k->task = make_task(r, k, pinned_pu);
   int err = t ? starpu_task_submit(t) : -ENOMEM;
   if (err) {
-    if (t) starpu_task_destroy(t);
-    release_block(r, k, 0);
+    if (t) { /* never submitted: StarPU will not destroy it, and refuses to while destroy = 1 */
+      t->destroy = 0;
+      starpu_task_destroy(t);
+    }
+    k->next = r->refused;
+    r->refused = k;
     return hlb__error(HLB_EDEVICE,
                       "hlb_starpu: submitting the task of items [%zu, +%zu) to worker %d failed "
                       "(%d)",
@@ -160,42 +187,13 @@ static int submit_block(run *r, const hlb_block *blk, int pinned_pu) {
   return 0;
 }
 
-static hlb__sp_block *wait_finished(run *r) {
-  pthread_mutex_lock(&r->mu);
-  while (!r->head)
-    pthread_cond_wait(&r->cv, &r->mu);
-  hlb__sp_block *k = r->head;
-  r->head = k->next;
-  if (!r->head) r->tail = NULL;
-  pthread_mutex_unlock(&r->mu);
-  r->in_flight--;
-  return k;
-}
-
 static int pu_of_worker(const run *r, int workerid) {
   for (unsigned p = 0; p < r->n_pus; p++)
     if (r->ids[p] == workerid) return (int)p;
   return -1;
 }
 
-/* A finished block: write it back, and make its sample (the write-back counts as transfer,
- * as the executor's copy back does). Returns the PU it ran on, or -1. */
-static int finish_block(run *r, hlb__sp_block *k, hlb_sample *s, double *throttle_s) {
-  double t_a = hlb__now();
-  int pu = k->pu != UINT32_MAX ? (int)k->pu : pu_of_worker(r, k->workerid);
-  s->block = k->blk;
-  s->compute_s = k->compute_s;
-  double acquire_s = k->acquire_s;
-  *throttle_s = k->throttle_s;
-  release_block(r, k, 1);
-  double t_b = hlb__now();
-  s->transfer_s = acquire_s + (t_b - t_a);
-  s->end_s = t_b - r->t0;
-  r->last_end = s->end_s;
-  r->adapter_s += t_b - t_a;
-  return pu;
-}
-
+/* Under mu. */
 static int grant(run *r, unsigned p) {
   hlb_block blk;
   int rc = hlb_balancer_next(r->b, p, hlb__now() - r->t0, &blk);
@@ -215,18 +213,22 @@ static int grant(run *r, unsigned p) {
   return 0;
 }
 
-/* Blocks a worker holds at once under an hlb policy: the one it runs and the next, queued on
- * it. With one, a worker that finishes waits for this thread to wake, ask the balancer and
- * submit (StarPU's workers spin while they wait, so on a machine with as many workers as
- * cores this thread waits for a core first): k-means' 35 ms passes spent 45 blocks each
- * that way and took 1.17 x dmda's time, whose blocks are all queued at once. The balancer
- * plans a block asked for ahead from when the PU's block in flight ends, as it does for the
- * MPI executor's PUs. */
-#define BLOCKS_AHEAD 2
+/* Blocks a worker holds at once under an hlb policy. A worker whose blocks are settled in its
+ * callback asks for its next block itself when one ends, so it holds one: each block is sized
+ * with the newest measurements, and none waits queued on a worker that turns out slow. A
+ * worker whose blocks the driver thread settles holds two, the one it runs and the next,
+ * queued on it, so that it does not wait for that thread to wake (which on a machine with as
+ * many spinning StarPU workers as cores first waits for a core: k-means' 35 ms passes spent
+ * 45 blocks each that way). The balancer plans a block asked for ahead from when the PU's
+ * block in flight ends, as it does for the MPI executor's PUs. */
+static int blocks_ahead(const run *r, unsigned p) {
+  return r->settles_in_callback[p] ? 1 : 2;
+}
 
+/* Under mu. */
 static int offer_idle(run *r) {
   for (unsigned p = 0; p < r->n_pus; p++) {
-    while (r->busy[p] < BLOCKS_AHEAD && !r->stopped[p]) {
+    while (r->busy[p] < blocks_ahead(r, p) && !r->stopped[p]) {
       int before = r->busy[p];
       int rc = grant(r, p);
       if (rc) return rc;
@@ -236,8 +238,8 @@ static int offer_idle(run *r) {
   return 0;
 }
 
-/* A kernel failed: its items go back to the pool; after HLB_EXEC_MAX_FAILURES in a row the
- * worker is retired, as the executor does with a PU. */
+/* Under mu. A kernel failed: its items go back to the pool; after HLB_EXEC_MAX_FAILURES in a
+ * row the worker is retired, as the executor does with a PU. */
 static void block_failed(run *r, unsigned pu, const hlb_sample *s, const char *why) {
   r->st[pu].failed_blocks++;
   hlb_balancer_fail(r->b, pu, &s->block, s->end_s);
@@ -248,35 +250,151 @@ static void block_failed(run *r, unsigned pu, const hlb_sample *s, const char *w
   snprintf(r->st[pu].failure, sizeof r->st[pu].failure, "%s", why);
 }
 
-static int drive_balancer(run *r) {
-  int rc = offer_idle(r);
-  while (r->in_flight) {
-    hlb_sample s;
-    double throttle_s;
-    hlb__sp_block *k = wait_finished(r);
-    int failed = k->failed;
-    char why[sizeof k->failure];
-    memcpy(why, k->failure, sizeof why);
-    int pu = finish_block(r, k, &s, &throttle_s);
-    r->busy[pu]--;
-    if (failed) {
-      block_failed(r, (unsigned)pu, &s, why);
-    } else {
-      r->fail_streak[pu] = 0;
-      int d = hlb_balancer_done(r->b, (unsigned)pu, &s);
-      if (d && d != HLB_ESAMPLE && !rc) rc = d;
-      hlb__pu_stats_add_block(&r->st[pu], &s, throttle_s);
-    }
-    if (!rc) rc = offer_idle(r);
-    if (rc) break; /* a policy error: finish the blocks in flight, then report it */
+/* Under mu. The run's first policy error, with its message: hlb's errors are per thread, and
+ * this one may arise in a callback, on a worker's thread. */
+static void note_error(run *r, int rc) {
+  if (!rc || r->rc) return;
+  r->rc = rc;
+  snprintf(r->rc_why, sizeof r->rc_why, "%s", hlb_last_error());
+}
+
+/* Under mu. A finished block's sample goes to the balancer (its transfer time is the task's
+ * data acquisition plus the write-back, as the executor's copy back counts), then every
+ * worker short of blocks is offered its next. */
+static void settle(run *r, hlb__sp_block *k, double write_back_s) {
+  unsigned pu = k->pu;
+  hlb_sample s = {.block = k->blk,
+                  .compute_s = k->compute_s,
+                  .transfer_s = k->acquire_s + write_back_s,
+                  .end_s = hlb__now() - r->t0};
+  k->settled = 1;
+  r->in_flight--;
+  r->busy[pu]--;
+  if (s.end_s > r->last_end) r->last_end = s.end_s;
+  if (k->failed) {
+    block_failed(r, pu, &s, k->failure);
+  } else {
+    r->fail_streak[pu] = 0;
+    int d = hlb_balancer_done(r->b, pu, &s);
+    if (d != HLB_ESAMPLE) note_error(r, d);
+    hlb__pu_stats_add_block(&r->st[pu], &s, k->throttle_s);
   }
-  while (r->in_flight)
-    release_block(r, wait_finished(r), 1);
-  if (rc) return rc;
+  if (!r->rc) note_error(r, offer_idle(r));
+}
+
+/* The tasks' callback, on the worker's thread. The kernel's time (the wrapper's throttle
+ * sleep included) feeds F; fetching the inputs feeds G. Without profiling the times stay NaN
+ * and the balancer rejects the sample. A worker that computes in main memory settles its
+ * block and submits its own next one here, without waking the driver: its block's handle
+ * already is where the parent's items are, so the write-back that the driver does later
+ * copies nothing and the sample lacks nothing. StarPU allows task submission (and handle
+ * registration) from callbacks. */
+void hlb__sp_task_done(void *arg) {
+  hlb__sp_block *k = arg;
+  run *r = k->owner;
+  const struct starpu_profiling_task_info *pi = k->task->profiling_info;
+  k->compute_s = pi ? since(&pi->start_time, &pi->end_time) : NAN;
+  k->acquire_s = pi ? since(&pi->acquire_data_start_time, &pi->acquire_data_end_time) : NAN;
+  k->workerid = pi ? pi->workerid : starpu_worker_get_id();
+  pthread_mutex_lock(&r->mu);
+  if (r->b && k->pu != UINT32_MAX && r->settles_in_callback[k->pu]) {
+    settle(r, k, 0.0);
+    r->granted_by_workers++;
+  }
+  hand_to_driver(r, k);
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* Under mu: every block handed to the driver, the queue emptied. */
+static hlb__sp_block *take_handed(run *r) {
+  hlb__sp_block *list = r->head;
+  r->head = r->tail = NULL;
+  r->queued_settled = r->queued_unsettled = 0;
+  return list;
+}
+
+/* Without mu (unregistering waits for StarPU): write back and free the blocks handed to the
+ * driver, settling those no callback could. */
+static void write_back(run *r, hlb__sp_block *list) {
+  while (list) {
+    hlb__sp_block *k = list;
+    list = k->next;
+    double t_a = hlb__now();
+    unregister_block(r, k, 1);
+    double t_b = hlb__now();
+    pthread_mutex_lock(&r->mu);
+    r->adapter_s += t_b - t_a;
+    if (!k->settled) settle(r, k, t_b - t_a);
+    /* The run ends when the last block is back in the parent's memory. */
+    if (t_b - r->t0 > r->last_end) r->last_end = t_b - r->t0;
+    pthread_mutex_unlock(&r->mu);
+    free(k);
+  }
+}
+
+/* The handles of the blocks StarPU refused, once no callback can add one. */
+static void drop_refused(run *r) {
+  while (r->refused) {
+    hlb__sp_block *k = r->refused;
+    r->refused = k->next;
+    unregister_block(r, k, 0);
+    free(k);
+  }
+}
+
+static int drive_balancer(run *r) {
+  pthread_mutex_lock(&r->mu);
+  note_error(r, offer_idle(r));
+  for (;;) {
+    while (r->in_flight && !r->queued_unsettled && r->queued_settled < UNREGISTER_BATCH)
+      pthread_cond_wait(&r->cv, &r->mu);
+    hlb__sp_block *list = take_handed(r);
+    if (!list && !r->in_flight) break;
+    pthread_mutex_unlock(&r->mu);
+    write_back(r, list);
+    pthread_mutex_lock(&r->mu);
+  }
+  int rc = r->rc;
+  pthread_mutex_unlock(&r->mu);
+  drop_refused(r);
+  if (rc) return hlb__error(rc, "%s", r->rc_why);
   if (!hlb_balancer_finished(r->b))
     return hlb__error(HLB_EDEVICE, "hlb_starpu: every worker stopped with %zu of %zu items left",
                       hlb_balancer_remaining(r->b), r->n_items);
   return hlb_balancer_check_exactly_once(r->b);
+}
+
+/* scheduler_places: the next finished block, waiting for one. */
+static hlb__sp_block *wait_finished(run *r) {
+  pthread_mutex_lock(&r->mu);
+  while (!r->head)
+    pthread_cond_wait(&r->cv, &r->mu);
+  hlb__sp_block *k = r->head;
+  r->head = k->next;
+  if (!r->head) r->tail = NULL;
+  r->queued_unsettled--;
+  r->in_flight--;
+  pthread_mutex_unlock(&r->mu);
+  return k;
+}
+
+/* scheduler_places: write a finished block back and make its sample (the write-back counts
+ * as transfer). Returns the PU it ran on, or -1. */
+static int finish_block(run *r, hlb__sp_block *k, hlb_sample *s, double *throttle_s) {
+  double t_a = hlb__now();
+  int pu = pu_of_worker(r, k->workerid);
+  s->block = k->blk;
+  s->compute_s = k->compute_s;
+  double acquire_s = k->acquire_s;
+  *throttle_s = k->throttle_s;
+  unregister_block(r, k, 1);
+  free(k);
+  double t_b = hlb__now();
+  s->transfer_s = acquire_s + (t_b - t_a);
+  s->end_s = t_b - r->t0;
+  r->last_end = s->end_s;
+  r->adapter_s += t_b - t_a;
+  return pu;
 }
 
 static void log_block(run *r, const hlb_sample *s, unsigned pu, double start_s) {
@@ -305,11 +423,13 @@ static int drive_scheduler(run *r) {
     return hlb__error(HLB_ENOMEM, "hlb_starpu: out of memory for %zu blocks", k);
   }
   int rc = 0;
+  pthread_mutex_lock(&r->mu);
   for (size_t i = 0; i < k && !rc; i++) {
     size_t b = r->n_items * i / k, e = r->n_items * (i + 1) / k;
     hlb_block blk = {.id = i, .begin = b, .count = e - b, .pu = 0, .granted_s = 0};
     rc = submit_block(r, &blk, -1);
   }
+  pthread_mutex_unlock(&r->mu);
   size_t items = 0;
   while (r->in_flight) {
     hlb__sp_block *kb = wait_finished(r);
@@ -331,6 +451,7 @@ static int drive_scheduler(run *r) {
     hlb__pu_stats_add_block(&r->st[pu], &s, throttle_s);
     log_block(r, &s, (unsigned)pu, start_s);
   }
+  drop_refused(r);
   for (size_t i = 0; i < k && !rc; i++)
     if (seen[i] != 1)
       rc = hlb__error(HLB_EVERIFY, "hlb_starpu: block %zu of %zu finished %u times", i, k, seen[i]);
@@ -446,6 +567,7 @@ static int fill_stats(run *r, hlb_starpu_stats *out) {
   copy_log(r, s);
   out->blocks = r->blocks;
   out->adapter_s = r->adapter_s;
+  out->blocks_granted_by_workers = r->granted_by_workers;
   return 0;
 }
 
@@ -472,8 +594,10 @@ static int check_args(const struct starpu_codelet *cl, unsigned n_split, unsigne
 
 static int run_driver(run *r) {
   int rc = hlb__sp_select_workers(&r->w.cl, r->o, r->ids, &r->n_pus);
-  for (unsigned p = 0; !rc && p < r->n_pus; p++)
+  for (unsigned p = 0; !rc && p < r->n_pus; p++) {
     r->mask[r->ids[p] / 32] |= 1u << (r->ids[p] % 32);
+    r->settles_in_callback[p] = starpu_worker_get_memory_node(r->ids[p]) == STARPU_MAIN_RAM;
+  }
   if (!rc && !r->o->scheduler_places) rc = make_balancer(r);
   if (rc) return rc;
   int was = starpu_profiling_status_set(STARPU_PROFILING_ENABLE);

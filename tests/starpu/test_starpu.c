@@ -4,6 +4,7 @@
  * StarPU has no worker here. Workers come from the environment (tests/starpu/CMakeLists.txt
  * sets STARPU_NCPU and friends per test). */
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -120,6 +121,133 @@ static void matrix_rows(void **state) {
   assert_int_equal(items_of(&st), NY);
   hlb_starpu_stats_clear(&st);
   free(m);
+}
+
+/* Cpu workers settle their own blocks: each task's callback gives the balancer its sample and
+ * submits the worker's next block, so every block but none is granted by the driver thread
+ * after the first ones; the items still add up exactly once. */
+static void cpu_workers_grant_their_own_blocks(void **state) {
+  (void)state;
+  double *x = calloc(N, sizeof *x);
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof *x);
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "hlb";
+  hlb_starpu_stats st = {0};
+  int rc = hlb_starpu_run(&add_one, h, &o, &st);
+  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
+  starpu_data_unregister(h);
+  check_once(x, N);
+  assert_int_equal(items_of(&st), N);
+  /* Every block is settled in its callback (the driver settles only a device's). */
+  assert_int_equal(st.blocks_granted_by_workers, st.blocks);
+  hlb_starpu_stats_clear(&st);
+  free(x);
+}
+
+/* Worker 0's kernels wait (up to 30 s) until worker 1 has got that far, so that worker 1 is
+ * sure to take part however the machine's load delays its thread. */
+static void wait_for_worker1(atomic_int *progress, int at_least) {
+  if (starpu_worker_get_id() != 0) return;
+  for (int ms = 0; ms < 30000 && atomic_load(progress) < at_least; ms++)
+    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+}
+
+/* Worker 1 refuses every task after its first: the refusal happens when its next block is
+ * submitted from a callback. The worker is retired, its block goes back to the pool, and the
+ * other worker processes every item left, exactly once. */
+static atomic_int worker1_ran;
+
+static void add_one_noting_worker(void *buffers[], void *arg) {
+  wait_for_worker1(&worker1_ran, 1);
+  add_one_cpu(buffers, arg);
+  if (starpu_worker_get_id() == 1) atomic_store(&worker1_ran, 1);
+}
+
+static int refuse_worker1_after_one(unsigned workerid, struct starpu_task *task, unsigned nimpl) {
+  (void)task;
+  (void)nimpl;
+  return workerid != 1 || !atomic_load(&worker1_ran);
+}
+
+static void refusing_worker_is_retired(void **state) {
+  (void)state;
+  if (starpu_worker_get_count_by_type(STARPU_CPU_WORKER) < 2) skip();
+  atomic_store(&worker1_ran, 0);
+  struct starpu_codelet cl = add_one;
+  cl.cpu_funcs[0] = add_one_noting_worker;
+  cl.can_execute = refuse_worker1_after_one;
+  double *x = calloc(N, sizeof *x);
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof *x);
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "hlb";
+  hlb_starpu_stats st = {0};
+  int rc = hlb_starpu_run(&cl, h, &o, &st);
+  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
+  starpu_data_unregister(h);
+  check_once(x, N);
+  assert_int_equal(items_of(&st), N);
+  unsigned w1 = st.workerid[0] == 1 ? 0 : 1;
+  const hlb_exec_pu_stats *s = &st.exec.per_pu[w1];
+  assert_true(s->retired);
+  assert_int_equal(s->failed_blocks, 1);
+  assert_int_equal(s->blocks, 1); /* the one it ran before refusing */
+  assert_non_null(strstr(s->failure, "submitting"));
+  assert_false(st.exec.per_pu[1 - w1].retired);
+  hlb_starpu_stats_clear(&st);
+  free(x);
+}
+
+/* An executor codelet whose kernel fails on worker 1 after its first block: the failed blocks
+ * go back to the pool, the worker is retired after HLB_EXEC_MAX_FAILURES in a row, and the
+ * output is still complete and right. */
+static atomic_int worker1_blocks;
+
+static int double_failing_on_worker1(const hlb_exec_call *c) {
+  /* its first block, then HLB_EXEC_MAX_FAILURES failed ones */
+  wait_for_worker1(&worker1_blocks, 1 + (int)HLB_EXEC_MAX_FAILURES);
+  if (starpu_worker_get_id() == 1 && atomic_fetch_add(&worker1_blocks, 1) > 0)
+    return HLB_EDEVICE; /* before writing anything, as a device that gives up would */
+  const double *in = c->in;
+  double *out = c->out;
+  for (size_t i = 0; i < c->count; i++)
+    out[i] = 2 * in[i];
+  return 0;
+}
+
+static void kernel_errors_retire_the_worker(void **state) {
+  (void)state;
+  if (starpu_worker_get_count_by_type(STARPU_CPU_WORKER) < 2) skip();
+  atomic_store(&worker1_blocks, 0);
+  double *in = malloc(N * sizeof *in), *out = malloc(N * sizeof *out);
+  for (size_t i = 0; i < N; i++)
+    in[i] = (double)i, out[i] = -1;
+  hlb_codelet cl = {.name = "test_failing",
+                    .in_bytes_per_item = sizeof(double),
+                    .out_bytes_per_item = sizeof(double),
+                    .in = in,
+                    .out = out,
+                    .cpu = double_failing_on_worker1};
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "hlb";
+  hlb_starpu_stats st = {0};
+  int rc = hlb_starpu_run_codelet(&cl, N, &o, &st);
+  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
+  for (size_t i = 0; i < N; i++)
+    if (out[i] != 2 * in[i]) fail_msg("out[%zu] = %g, expected %g", i, out[i], 2 * in[i]);
+  assert_int_equal(items_of(&st), N);
+  unsigned w1 = st.workerid[0] == 1 ? 0 : 1;
+  const hlb_exec_pu_stats *s = &st.exec.per_pu[w1];
+  assert_true(s->retired);
+  assert_int_equal(s->failed_blocks, HLB_EXEC_MAX_FAILURES);
+  assert_non_null(strstr(s->failure, "test_failing"));
+  hlb_starpu_stats_clear(&st);
+  free(in);
+  free(out);
 }
 
 /* Worker 1 throttled 4x: hlb measures it slower and gives it the smaller share (a fair
@@ -262,9 +390,15 @@ int main(void) {
     return 77;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(policies_exactly_once), cmocka_unit_test(scheduler_places_exactly_once),
-      cmocka_unit_test(matrix_rows),           cmocka_unit_test(throttled_worker),
-      cmocka_unit_test(errors_name_the_value), cmocka_unit_test(passes_learn_and_see_changes),
+      cmocka_unit_test(policies_exactly_once),
+      cmocka_unit_test(scheduler_places_exactly_once),
+      cmocka_unit_test(matrix_rows),
+      cmocka_unit_test(throttled_worker),
+      cmocka_unit_test(errors_name_the_value),
+      cmocka_unit_test(passes_learn_and_see_changes),
+      cmocka_unit_test(cpu_workers_grant_their_own_blocks),
+      cmocka_unit_test(refusing_worker_is_retired),
+      cmocka_unit_test(kernel_errors_retire_the_worker),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   starpu_shutdown();
