@@ -19,14 +19,36 @@ static double block_seconds(const hlb_decision *e) {
   return e->compute_s + e->transfer_s;
 }
 
-/* The cpu PU's finished blocks among the newest window of the log, sorted by begin. */
+/* The cpu PU's cost per block: the intercept of the least-squares line through its blocks'
+ * (items, seconds), kept between 0 and 0.9 of its shortest block. Left out of its cost per item
+ * as the device's is (hlb__judge_core_ratio): with the small blocks of greedy's chunks or of a
+ * run's start, a thread team's start-up made the cpu kernel look several times slower per
+ * item than it is. */
+static double cpu_fixed_s(const hlb_decision *log, size_t from, size_t n_log, unsigned cpu_b) {
+  double m = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, t_min = INFINITY;
+  for (size_t k = from; k < n_log; k++) {
+    const hlb_decision *e = &log[k];
+    double t = block_seconds(e), x = (double)e->count;
+    if (e->pu != cpu_b || e->outcome != HLB_OUTCOME_DONE || !(x > 0) || !(t > 0)) continue;
+    m += 1, sx += x, sy += t, sxx += x * x, sxy += x * t;
+    t_min = fmin(t_min, t);
+  }
+  double det = m * sxx - sx * sx;
+  if (m < 2 || !(det > 1e-9 * m * sxx)) return 0;
+  double slope = (m * sxy - sx * sy) / det, fixed = (sy - slope * sx) / m;
+  return slope > 0 ? fmin(fmax(fixed, 0.0), 0.9 * t_min) : 0;
+}
+
+/* The cpu PU's finished blocks among the newest window of the log, sorted by begin, with their
+ * core-seconds per item less the cost per block. */
 static size_t cpu_spans(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned cores,
                         cpu_span span[HLB__JUDGE_WINDOW], size_t *from) {
   *from = n_log > HLB__JUDGE_WINDOW ? n_log - HLB__JUDGE_WINDOW : 0;
+  double fixed = cpu_fixed_s(log, *from, n_log, cpu_b);
   size_t n = 0;
   for (size_t k = *from; k < n_log; k++) {
     const hlb_decision *e = &log[k];
-    double t = block_seconds(e);
+    double t = block_seconds(e) - fixed;
     if (e->pu == cpu_b && e->outcome == HLB_OUTCOME_DONE && e->count > 0 && t > 0)
       span[n++] = (cpu_span){e->begin, e->begin + e->count, t * cores / (double)e->count};
   }

@@ -352,8 +352,15 @@ static int replace_file(const char *path, const char *text) {
 }
 
 void hlb__model_keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add) {
-  if (add->released[0]) memcpy(now->released, add->released, sizeof now->released);
-  if (add->takes_cores[0]) memcpy(now->takes_cores, add->takes_cores, sizeof now->takes_cores);
+  /* The two contradict each other: the newest stands. */
+  if (add->released[0]) {
+    memcpy(now->released, add->released, sizeof now->released);
+    now->takes_cores[0] = '\0';
+  }
+  if (add->takes_cores[0]) {
+    memcpy(now->takes_cores, add->takes_cores, sizeof now->takes_cores);
+    now->released[0] = '\0';
+  }
 }
 
 int hlb__model_write(const char *dir, const char *codelet_key, const char *codelet_name,

@@ -77,7 +77,8 @@ int hlb__model_write(const char *dir, const char *codelet_key, const char *codel
                      const hlb__model_set *add);
 
 /* A run's decisions about a PU (released, takes_cores) carried into the stored entry `now`:
- * a decision made stays until `hlb models clear`; an entry without one keeps the old. */
+ * a decision made stays until `hlb models clear` or a run decides the other way (the newest
+ * stands); an entry without one keeps the old. */
 void hlb__model_keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add);
 
 /* The samples of PU key `key`, or NULL. */

@@ -49,15 +49,17 @@ static size_t make_log(hlb_decision *log, size_t n_blocks, size_t count, double 
   return n_blocks;
 }
 
-/* Growing device blocks (as a ramp of training blocks): 4, 8, 16, ... items. */
-static size_t make_growing_log(hlb_decision *log, double speed, double per_block) {
+/* Growing device blocks (as a ramp of training blocks): 4, 8, 16, ... items; the cpu's blocks
+ * cost cpu_fixed seconds each besides their items. */
+static size_t make_growing_log_fixed(hlb_decision *log, double speed, double per_block,
+                                     double cpu_fixed) {
   size_t at = 0, n = 0;
   for (size_t dev_count = 4; dev_count <= 256; dev_count *= 2) {
     size_t cpu_count = 2 * dev_count;
     log[n++] = (hlb_decision){.pu = CPU,
                               .begin = at,
                               .count = cpu_count,
-                              .compute_s = range_cost(at, cpu_count),
+                              .compute_s = range_cost(at, cpu_count) + cpu_fixed,
                               .outcome = HLB_OUTCOME_DONE};
     at += cpu_count;
     log[n++] = (hlb_decision){.pu = DEV,
@@ -70,9 +72,13 @@ static size_t make_growing_log(hlb_decision *log, double speed, double per_block
   log[n++] = (hlb_decision){.pu = CPU,
                             .begin = at,
                             .count = 512,
-                            .compute_s = range_cost(at, 512),
+                            .compute_s = range_cost(at, 512) + cpu_fixed,
                             .outcome = HLB_OUTCOME_DONE};
   return n;
+}
+
+static size_t make_growing_log(hlb_decision *log, double speed, double per_block) {
+  return make_growing_log_fixed(log, speed, per_block, 0);
 }
 
 /* The cpu PU's rate is measured next to the device's items, not over its own cheaper ones. */
@@ -115,6 +121,15 @@ static void test_ratio_leaves_out_the_cost_per_block(void **st) {
   assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1) - 3.0) < 0.3);
 }
 
+/* The cpu PU's cost per block (a thread team's start) is left out of its cost per item as the
+ * device's is: kernels of the same speed per core compare as 1 whatever each pays a block. */
+static void test_cpu_cost_per_block_left_out(void **st) {
+  (void)st;
+  hlb_decision log[32];
+  size_t n = make_growing_log_fixed(log, 1.0, 1e-3, 3e-3);
+  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1) - 1.0) < 0.1);
+}
+
 /* Nothing to go by: no cpu block, one device block, a block still running. */
 static void test_ratio_unknown(void **st) {
   (void)st;
@@ -139,6 +154,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rate_near_the_devices_items),
       cmocka_unit_test(test_ratio_leaves_out_the_cost_per_block),
+      cmocka_unit_test(test_cpu_cost_per_block_left_out),
       cmocka_unit_test(test_ratio_unknown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -148,12 +148,46 @@ static void clear_removes_files(void **st) {
   assert_int_equal(stored("clear-1", "cpu", NULL), 0);
 }
 
+/* A device's decisions round-trip, and the newest of the two contradicting ones stands. */
+static void write_decision(const char *released, const char *takes) {
+  hlb__model_set add = {0};
+  hlb_sample s = sample(4, 0.01);
+  assert_int_equal(hlb__model_append(&add, "opencl:0|dev|cores=1", &s, 1), 0);
+  snprintf(add.pu[0].released, sizeof add.pu[0].released, "%s", released);
+  snprintf(add.pu[0].takes_cores, sizeof add.pu[0].takes_cores, "%s", takes);
+  assert_int_equal(hlb__model_write(dir, "dec-1", "test", &add), 0);
+  hlb__model_set_free(&add);
+}
+
+static void decisions_newest_stands(void **st) {
+  (void)st;
+  hlb__model_set set;
+  write_decision("released: slow", "");
+  write_decision("", ""); /* a run that decided nothing keeps the decision */
+  assert_int_equal(hlb__model_read(dir, "dec-1", &set), 0);
+  assert_string_equal(hlb__model_find(&set, "opencl:0|dev|cores=1")->released, "released: slow");
+  hlb__model_set_free(&set);
+  write_decision("", "2 against 1 items/s in cpu");
+  assert_int_equal(hlb__model_read(dir, "dec-1", &set), 0);
+  const hlb__stored_pu *p = hlb__model_find(&set, "opencl:0|dev|cores=1");
+  assert_string_equal(p->takes_cores, "2 against 1 items/s in cpu");
+  assert_string_equal(p->released, "");
+  hlb__model_set_free(&set);
+  write_decision("released: slow again", "");
+  assert_int_equal(hlb__model_read(dir, "dec-1", &set), 0);
+  p = hlb__model_find(&set, "opencl:0|dev|cores=1");
+  assert_string_equal(p->released, "released: slow again");
+  assert_string_equal(p->takes_cores, "");
+  hlb__model_set_free(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(round_trip_and_forgetting),
       cmocka_unit_test(untrusted_files_read_empty),
       cmocka_unit_test(concurrent_writers_lose_nothing),
       cmocka_unit_test(clear_removes_files),
+      cmocka_unit_test(decisions_newest_stands),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
