@@ -297,13 +297,17 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   *core_rate = cpu_rate_near(r, cpu, dev, r->in_block[dev]);
   int on_cores = computes_on_cores(ex, dev);
   if (r->in_block[dev]) {
-    double busy = d->busy_s + (rel_now(r) - r->block_start[dev]);
-    *dev_rate = judged_rate(ex, dev, d->items + r->block_count[dev], busy, d->blocks + 1);
-    /* A device on the cores is stopped in flight only when hopeless: its blocks so far carry
-     * their launches, which a fair comparison leaves out (device_core_ratio). */
-    if (on_cores)
-      return busy >= HLB_EXEC_CORE_DEVICE_JUDGE_S &&
+    double running = rel_now(r) - r->block_start[dev], busy = d->busy_s + running;
+    if (on_cores) {
+      /* A device on the cores is stopped in flight only when hopeless, and on the block in
+       * flight alone once it has run HLB_EXEC_CORE_DEVICE_JUDGE_S: its earlier blocks carry
+       * their launches and its first one its warm-up (PoCL's first spmv block: 3-4 ms on a
+       * quiet machine, over 10 ms on a loaded one, which released it in flight). */
+      *dev_rate = (double)r->block_count[dev] / running;
+      return running >= HLB_EXEC_CORE_DEVICE_JUDGE_S &&
              *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
+    }
+    *dev_rate = judged_rate(ex, dev, d->items + r->block_count[dev], busy, d->blocks + 1);
   } else {
     *dev_rate = judged_rate(ex, dev, d->items, d->busy_s, d->blocks);
     /* On its first block alone, a device computing on the cores only when that block is long
@@ -349,6 +353,23 @@ static int release_weak_locked(driver *d) {
   return 0;
 }
 
+/* 1 when the stored samples of this host say that device i alone on `cores` cores (a run of
+ * it alone) did HLB_EXEC_TAKE_CORES_FACTOR times the items per second of the cpu PU alone on as
+ * many (a run whose device was released, or of the cpu PU alone), with why in `why`. Whole runs
+ * against whole runs: on this machine PoCL narrowed to one compute unit did 0.4-0.7x the cpu
+ * kernel's rows per core, but on both it beat the cpu kernel on both by 1.15-1.2x (spmv,
+ * mandelbrot), which no comparison within a mixed run can see. A device released before
+ * (its stored release) is compared too: the release said it was slower on one core. */
+static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
+                               unsigned cores, char *why, size_t cap) {
+  double dev_rate = hlb__exec_models_rate_on(r->ex, m, dev, cores);
+  double cpu_rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, cores);
+  if (!(dev_rate > 0 && cpu_rate > 0 && dev_rate >= HLB_EXEC_TAKE_CORES_FACTOR * cpu_rate))
+    return 0;
+  snprintf(why, cap, "alone on %u cores %.3g against %.3g items/s", cores, dev_rate, cpu_rate);
+  return 1;
+}
+
 /* The other way round: a device that an earlier run found faster per core than the cpu PU
  * (judge_takeover, stored with the models) is opened again on the cpu PU's cores as well as
  * its own, and the cpu PU is left out. Decided before the run, because a device's compute
@@ -358,9 +379,20 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
   int cpu = automatic_cpu_pu(ex);
   if (r->opt.keep_weak_devices || cpu < 0 || ex->released[cpu]) return;
   for (unsigned i = 0; i < ex->n; i++) {
-    const char *why = hlb__exec_models_takes_cores(ex, m, i);
-    if (!why || (int)i == cpu || ex->released[i] || !computes_on_cores(ex, i)) continue;
+    if ((int)i == cpu || !computes_on_cores(ex, i)) continue;
     unsigned before = ex->pu[i].cores, cores = before + cpu_cores_now(r, cpu);
+    char alone[160];
+    const char *why = hlb__exec_models_takes_cores(ex, m, i);
+    int whole = !why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone);
+    if (whole) why = alone;
+    if (!why || (ex->released[i] && !whole)) continue;
+    if (ex->released[i]) {
+      /* Released for being slower on its one core (stored, or by an earlier run of this
+       * executor), but faster alone on all of them: the cores go to it after all. */
+      ex->released[i] = 0;
+      ex->cores_given[cpu] -= held_cores(ex, i);
+      cores = before + cpu_cores_now(r, cpu);
+    }
     if (hlb__session_reopen(ex, i, cores) != 0) {
       /* The device as it was, the cpu PU kept: the run goes on as if nothing was stored. */
       if (ex->dev[i]) {
@@ -373,11 +405,12 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
       hlb_clear_error();
       continue;
     }
-    snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
-             "released before the run: its %u core%s went to %s (%u now): an earlier run found "
-             "it faster per core, %s",
-             cpu_cores_now(r, cpu), cpu_cores_now(r, cpu) > 1 ? "s" : "", ex->pu[i].name,
-             ex->pu[i].cores, why);
+    /* The reason may be cut to its 160 bytes; the stored decision keeps it whole. */
+    if (snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
+                 "released before the run: its %u core%s went to %s (%u now), faster: %s",
+                 cpu_cores_now(r, cpu), cpu_cores_now(r, cpu) > 1 ? "s" : "", ex->pu[i].name,
+                 ex->pu[i].cores, why) < 0)
+      ex->release_reason[cpu][0] = '\0';
     ex->released[cpu] = 1;
     return; /* one device takes the cores */
   }

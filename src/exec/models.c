@@ -107,6 +107,33 @@ const char *hlb__exec_models_takes_cores(const hlb_executor *ex, const hlb__exec
   return p && p->takes_cores[0] ? p->takes_cores : NULL;
 }
 
+double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *m, unsigned i,
+                                unsigned cores) {
+  /* Its key on `cores` cores with an empty device name: "NAME||cores=N[|throttle=F]"; any
+   * stored key with that head and tail matches (a CPU-type OpenCL device's name says how many
+   * compute units it was opened with). */
+  hlb_exec_pu p = ex->pu[i];
+  p.device_name[0] = '\0';
+  char key[320];
+  hlb__model_pu_key(&p, cores, key, sizeof key);
+  size_t name_len = strlen(p.name) + 1; /* "NAME|" */
+  const char *tail = key + name_len;    /* "|cores=N..." */
+  double items = 0, seconds = 0;
+  for (unsigned k = 0; k < m->priors.n_pu; k++) {
+    const hlb__stored_pu *s = &m->priors.pu[k];
+    size_t len = strlen(s->key), tail_len = strlen(tail);
+    if (strncmp(s->key, key, name_len) != 0 || len < name_len + tail_len ||
+        strcmp(s->key + len - tail_len, tail) != 0 ||
+        strchr(s->key + name_len, '|') != s->key + len - tail_len)
+      continue;
+    for (size_t j = 0; j < s->n; j++) {
+      items += (double)s->s[j].block.count;
+      seconds += s->s[j].compute_s + s->s[j].transfer_s;
+    }
+  }
+  return seconds > 0 ? items / seconds : 0;
+}
+
 int hlb__exec_models_priors(hlb_executor *ex, hlb__exec_models *m, const unsigned *bidx,
                             unsigned nb) {
   m->per_bpu = calloc(nb ? nb : 1, sizeof *m->per_bpu);

@@ -462,14 +462,16 @@ static void test_judged_devices(void **st) {
   hlb_exec_stats_clear(&s);
 }
 
-/* The heavy kernel on the automatic cpu PU (throttled cpu_throttle times) and opencl:0, greedy
- * in one-item blocks (the device's thousands of blocks outlast the cpu PU's first two, as in
- * test_judged_devices), models read and written in `dir`; keep: keep_weak_devices. */
-static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_exec_stats *s) {
+/* The heavy kernel on the PUs of `spec` (a "cpu" among them throttled cpu_throttle times),
+ * greedy in one-item blocks (the device's thousands of blocks outlast the cpu PU's first two,
+ * as in test_judged_devices), models read and written in `dir`; keep: keep_weak_devices. */
+static void run_spec_with_models(const char *spec, double cpu_throttle, const char *dir, int keep,
+                                 hlb_exec_stats *s) {
   hlb_exec_pu pus[2];
   unsigned n = 0;
-  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-  pus[0].throttle = cpu_throttle;
+  assert_int_equal(hlb_exec_parse_pus(spec, pus, 2, &n), 0);
+  for (unsigned i = 0; i < n; i++)
+    if (pus[i].backend == HLB_BACKEND_CPU) pus[i].throttle = cpu_throttle;
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
   hlb_codelet cl = codelet();
@@ -485,14 +487,28 @@ static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_
   o.keep_weak_devices = keep;
   if (hlb_executor_run(ex, &cl, N, &o, s)) fail_msg("%s", hlb_last_error());
   check();
-  assert_int_equal(s->per_pu[0].items + s->per_pu[1].items, N);
+  size_t items = 0;
+  for (unsigned i = 0; i < n; i++)
+    items += s->per_pu[i].items;
+  assert_int_equal(items, N);
   hlb_executor_destroy(ex);
 }
 
+static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_exec_stats *s) {
+  run_spec_with_models("cpu,opencl:0", cpu_throttle, dir, keep, s);
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* A device on the cores that a run finds faster per core than the cpu PU (here the cpu PU is
- * throttled 200x: a first device block slowed by a loaded machine cannot release it) is kept, and the stored decision gives it the cpu PU's cores in the next run:
- * the cpu PU is left out, the device opened again on both cores does every item. With
- * keep_weak_devices the decision is not applied. */
+ * throttled 200x: a first device block slowed by a loaded machine cannot release it) is kept, and
+ * the stored decision gives it the cpu PU's cores in the next run: the cpu PU is left out, the
+ * device opened again on both cores does every item. With keep_weak_devices the decision is not
+ * applied. */
 static void test_device_takes_cores(void **st) {
   (void)st;
   char dir[] = "/tmp/hlb-takes-XXXXXX";
@@ -523,9 +539,33 @@ static void test_device_takes_cores(void **st) {
   assert_int_equal(s.pu[1].cores, cus);
   assert_true(s.per_pu[0].items > 0);
   hlb_exec_stats_clear(&s);
-  char cmd[64];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
+  remove_dir(dir);
+}
+
+/* Runs of each PU alone on every core, stored: when the device alone did more items per second
+ * than the cpu PU alone (here throttled 10x), a run of both gives the device the cpu PU's cores
+ * from the start, whatever a comparison on one core would say. */
+static void test_device_alone_faster_takes_cores(void **st) {
+  (void)st;
+  char dir[] = "/tmp/hlb-alone-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_exec_stats s = {0};
+  run_spec_with_models("opencl:0", 1, dir, 0, &s);
+  unsigned cus = s.pu[0].cores;
+  hlb_exec_stats_clear(&s);
+  if (cus < 2) { /* a GPU, or one core: nothing to give */
+    remove_dir(dir);
+    return;
+  }
+  run_spec_with_models("cpu", 10, dir, 0, &s);
+  hlb_exec_stats_clear(&s);
+  run_spec_with_models("cpu,opencl:0", 10, dir, 0, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "alone on"));
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, cus);
+  hlb_exec_stats_clear(&s);
+  remove_dir(dir);
 }
 
 int main(void) {
@@ -541,6 +581,7 @@ int main(void) {
       cmocka_unit_test(test_bad_kernel_beside_cpu),
       cmocka_unit_test(test_judged_devices),
       cmocka_unit_test(test_device_takes_cores),
+      cmocka_unit_test(test_device_alone_faster_takes_cores),
       cmocka_unit_test(test_session_keeps_kernel),
       cmocka_unit_test(test_session_changed_source),
       cmocka_unit_test(test_session_bad_source_later),
