@@ -118,7 +118,10 @@ double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *
   hlb__model_pu_key(&p, cores, key, sizeof key);
   size_t name_len = strlen(p.name) + 1; /* "NAME|" */
   const char *tail = key + name_len;    /* "|cores=N..." */
-  double items = 0, seconds = 0;
+  /* The slope of the least-squares line through the samples (seconds against items): what a
+   * block costs per item, its cost per block left out, since greedy's many small blocks and
+   * hlb's one block a pass ran the same kernel. Through the origin without spread in sizes. */
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (unsigned k = 0; k < m->priors.n_pu; k++) {
     const hlb__stored_pu *s = &m->priors.pu[k];
     size_t len = strlen(s->key), tail_len = strlen(tail);
@@ -127,11 +130,17 @@ double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *
         strchr(s->key + name_len, '|') != s->key + len - tail_len)
       continue;
     for (size_t j = 0; j < s->n; j++) {
-      items += (double)s->s[j].block.count;
-      seconds += s->s[j].compute_s + s->s[j].transfer_s;
+      double x = (double)s->s[j].block.count, y = s->s[j].compute_s + s->s[j].transfer_s;
+      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
     }
   }
-  return seconds > 0 ? items / seconds : 0;
+  if (n < 1 || !(sxx > 0)) return 0;
+  double det = n * sxx - sx * sx, per_item = sxy / sxx;
+  if (n >= 2 && det > 1e-9 * n * sxx) {
+    double slope = (n * sxy - sx * sy) / det;
+    if (slope > 0 && (sy - slope * sx) / n >= 0) per_item = slope;
+  }
+  return per_item > 0 ? 1.0 / per_item : 0;
 }
 
 int hlb__exec_models_priors(hlb_executor *ex, hlb__exec_models *m, const unsigned *bidx,

@@ -35,8 +35,9 @@ void hlb__exec_pu_key(const hlb_executor *ex, unsigned i, char *out, size_t cap)
  * core than the cpu PU, so that it takes the cpu PU's cores, or NULL. */
 const char *hlb__exec_models_takes_cores(const hlb_executor *ex, const hlb__exec_models *m,
                                         unsigned i);
-/* Items per second over the stored samples of executor PU i opened alone on `cores` cores
- * (whatever its device name then: a sub-device's name differs), 0 when none are stored. */
+/* Items per second of executor PU i opened alone on `cores` cores (whatever its device name
+ * then: a sub-device's name differs), from the slope of its stored samples' line (the cost per
+ * block left out), 0 when none are stored. */
 double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *m, unsigned i,
                                 unsigned cores);
 /* Why an earlier run released executor PU i (a device not worth its host core), or NULL. */
