@@ -380,7 +380,9 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
   if (r->opt.keep_weak_devices || cpu < 0 || ex->released[cpu]) return;
   for (unsigned i = 0; i < ex->n; i++) {
     if ((int)i == cpu || !computes_on_cores(ex, i)) continue;
-    unsigned before = ex->pu[i].cores, cores = before + cpu_cores_now(r, cpu);
+    /* Every core the two hold: a device released before the run gave its own to the cpu PU. */
+    unsigned before = ex->pu[i].cores,
+             cores = cpu_cores_now(r, cpu) + (ex->released[i] ? 0 : before);
     char alone[160];
     const char *why = hlb__exec_models_takes_cores(ex, m, i);
     int whole = !why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone);
@@ -391,7 +393,7 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
        * executor), but faster alone on all of them: the cores go to it after all. */
       ex->released[i] = 0;
       ex->cores_given[cpu] -= held_cores(ex, i);
-      cores = before + cpu_cores_now(r, cpu);
+      ex->release_reason[i][0] = '\0';
     }
     if (hlb__session_reopen(ex, i, cores) != 0) {
       /* The device as it was, the cpu PU kept: the run goes on as if nothing was stored. */
