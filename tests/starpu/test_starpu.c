@@ -123,27 +123,37 @@ static void matrix_rows(void **state) {
   free(m);
 }
 
+/* cl over a fresh vector of n zeros under policy hlb and `o`'s throttles (NULL: none): every
+ * item once (the kernel adds one) and the stats' items adding up to n; the stats in *st. */
+static void run_checked(struct starpu_codelet *cl, const hlb_starpu_options *o, size_t n,
+                        hlb_starpu_stats *st) {
+  double *x = calloc(n, sizeof *x);
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, n, sizeof *x);
+  hlb_starpu_options opt;
+  if (o)
+    opt = *o;
+  else
+    hlb_starpu_options_default(&opt);
+  opt.policy = "hlb";
+  int rc = hlb_starpu_run(cl, h, &opt, st);
+  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
+  starpu_data_unregister(h);
+  check_once(x, n);
+  assert_int_equal(items_of(st), n);
+  free(x);
+}
+
 /* Cpu workers settle their own blocks: each task's callback gives the balancer its sample and
  * submits the worker's next block, so every block but none is granted by the driver thread
  * after the first ones; the items still add up exactly once. */
 static void cpu_workers_grant_their_own_blocks(void **state) {
   (void)state;
-  double *x = calloc(N, sizeof *x);
-  starpu_data_handle_t h;
-  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof *x);
-  hlb_starpu_options o;
-  hlb_starpu_options_default(&o);
-  o.policy = "hlb";
   hlb_starpu_stats st = {0};
-  int rc = hlb_starpu_run(&add_one, h, &o, &st);
-  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
-  starpu_data_unregister(h);
-  check_once(x, N);
-  assert_int_equal(items_of(&st), N);
+  run_checked(&add_one, NULL, N, &st);
   /* Every block is settled in its callback (the driver settles only a device's). */
   assert_int_equal(st.blocks_granted_by_workers, st.blocks);
   hlb_starpu_stats_clear(&st);
-  free(x);
 }
 
 /* Worker 0's kernels wait (up to 30 s) until worker 1 has got that far, so that worker 1 is
@@ -178,18 +188,8 @@ static void refusing_worker_is_retired(void **state) {
   struct starpu_codelet cl = add_one;
   cl.cpu_funcs[0] = add_one_noting_worker;
   cl.can_execute = refuse_worker1_after_one;
-  double *x = calloc(N, sizeof *x);
-  starpu_data_handle_t h;
-  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof *x);
-  hlb_starpu_options o;
-  hlb_starpu_options_default(&o);
-  o.policy = "hlb";
   hlb_starpu_stats st = {0};
-  int rc = hlb_starpu_run(&cl, h, &o, &st);
-  if (rc) fail_msg("%s: %s", hlb_err_name(rc), hlb_last_error());
-  starpu_data_unregister(h);
-  check_once(x, N);
-  assert_int_equal(items_of(&st), N);
+  run_checked(&cl, NULL, N, &st);
   unsigned w1 = st.workerid[0] == 1 ? 0 : 1;
   const hlb_exec_pu_stats *s = &st.exec.per_pu[w1];
   assert_true(s->retired);
@@ -198,7 +198,6 @@ static void refusing_worker_is_retired(void **state) {
   assert_non_null(strstr(s->failure, "submitting"));
   assert_false(st.exec.per_pu[1 - w1].retired);
   hlb_starpu_stats_clear(&st);
-  free(x);
 }
 
 /* An executor codelet whose kernel fails on worker 1 after its first block: the failed blocks
