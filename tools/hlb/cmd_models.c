@@ -22,7 +22,8 @@ const hlb_cli_command hlb_cmd_models_spec = {
              "sizes) under the model directory, and starts later runs from them. list: one line "
              "per file, with the PUs and samples, and why a file is ignored (corrupt, another "
              "version, another host). show: per PU the samples' block sizes and the model "
-             "fitted to them, and a device that a run released. clear: removes the files "
+             "fitted to them, and a device that a run released or gave the cpu PU's cores. clear: "
+             "removes the files "
              "(--codelet NAME: only that codelet's), so the next run trains from nothing."};
 
 /* The model fitted to a PU's stored samples, as "F(x) = ..., R2"; "" when it cannot be. */
