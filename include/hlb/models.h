@@ -26,8 +26,8 @@ typedef struct hlb_stored_pu {
 /* One file: a codelet (name and data footprint) on this host. */
 typedef struct hlb_stored_models {
   char path[1024];
-  char codelet[96]; /* the codelet's name */
-  char key[128];    /* NAME-FOOTPRINT, the file's name without .json */
+  char codelet[96];  /* the codelet's name */
+  char key[128];     /* NAME-FOOTPRINT, the file's name without .json */
   char problem[320]; /* why the file is ignored by runs (corrupt, stale, foreign); "" */
   unsigned n_pus;
   hlb_stored_pu *pus;

@@ -50,7 +50,7 @@ struct hlb_executor {
    * core than the automatic cpu PU (exec.c, judge_takeover): the reason, stored with its
    * models so that later runs give it the cpu PU's cores; "" otherwise. */
   char (*takes_cores)[160];
-  hlb__exec_memo *memo;  /* per codelet: the samples of this executor's runs */
+  hlb__exec_memo *memo; /* per codelet: the samples of this executor's runs */
   unsigned n_memo;
   /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging
    * (driver.h), kept from run to run: a run's first blocks allocate nothing. */

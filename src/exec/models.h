@@ -34,7 +34,7 @@ void hlb__exec_pu_key(const hlb_executor *ex, unsigned i, char *out, size_t cap)
 /* Why an earlier run found executor PU i (a device computing on the host's cores) faster per
  * core than the cpu PU, so that it takes the cpu PU's cores, or NULL. */
 const char *hlb__exec_models_takes_cores(const hlb_executor *ex, const hlb__exec_models *m,
-                                        unsigned i);
+                                         unsigned i);
 /* Items per second of executor PU i opened alone on `cores` cores (whatever its device name
  * then: a sub-device's name differs), from the slope of its stored samples' line (the cost per
  * block left out), 0 when none are stored. */
