@@ -15,6 +15,20 @@ static int by_begin(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+double hlb__line_slope(const hlb__line_sums *l, double *fixed) {
+  if (fixed) *fixed = 0;
+  if (!(l->sxx > 0)) return 0;
+  double det = l->n * l->sxx - l->sx * l->sx;
+  if (l->n >= 2 && det > 1e-9 * l->n * l->sxx) {
+    double slope = (l->n * l->sxy - l->sx * l->sy) / det, a = (l->sy - slope * l->sx) / l->n;
+    if (slope > 0 && a >= 0) {
+      if (fixed) *fixed = a;
+      return slope;
+    }
+  }
+  return l->sxy / l->sxx;
+}
+
 static double block_seconds(const hlb_decision *e) {
   return e->compute_s + e->transfer_s;
 }
@@ -25,18 +39,17 @@ static double block_seconds(const hlb_decision *e) {
  * run's start, a thread team's start-up made the cpu kernel look several times slower per
  * item than it is. */
 static double cpu_fixed_s(const hlb_decision *log, size_t from, size_t n_log, unsigned cpu_b) {
-  double m = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, t_min = INFINITY;
+  hlb__line_sums l = {0};
+  double t_min = INFINITY, fixed = 0;
   for (size_t k = from; k < n_log; k++) {
     const hlb_decision *e = &log[k];
     double t = block_seconds(e), x = (double)e->count;
     if (e->pu != cpu_b || e->outcome != HLB_OUTCOME_DONE || !(x > 0) || !(t > 0)) continue;
-    m += 1, sx += x, sy += t, sxx += x * x, sxy += x * t;
+    hlb__line_add(&l, x, t);
     t_min = fmin(t_min, t);
   }
-  double det = m * sxx - sx * sx;
-  if (m < 2 || !(det > 1e-9 * m * sxx)) return 0;
-  double slope = (m * sxy - sx * sy) / det, fixed = (sy - slope * sx) / m;
-  return slope > 0 ? fmin(fmax(fixed, 0.0), 0.9 * t_min) : 0;
+  hlb__line_slope(&l, &fixed);
+  return fmin(fixed, 0.9 * t_min);
 }
 
 /* The cpu PU's finished blocks among the newest window of the log, sorted by begin, with their
@@ -94,21 +107,13 @@ double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu
                              unsigned cpu_cores, unsigned held) {
   cpu_span span[HLB__JUDGE_WINDOW];
   size_t from, n = cpu_spans(log, n_log, cpu_b, cpu_cores, span, &from);
-  double m = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  hlb__line_sums l = {0};
   for (size_t k = from; k < n_log && n; k++) {
     const hlb_decision *e = &log[k];
     double t = block_seconds(e);
     if (e->pu != dev_b || e->outcome != HLB_OUTCOME_DONE || !(t > 0)) continue;
     double x = (double)e->count * near_cost(span, n, e->begin, e->begin + e->count);
-    if (!(x > 0)) continue;
-    double y = t * held;
-    m += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    if (x > 0) hlb__line_add(&l, x, t * held);
   }
-  if (m < 2) return NAN;
-  double det = m * sxx - sx * sx;
-  if (det > 1e-9 * m * sxx) {
-    double slope = (m * sxy - sx * sy) / det, fixed = (sy - slope * sx) / m;
-    if (slope > 0 && fixed >= 0) return slope;
-  }
-  return sxy / sxx;
+  return l.n < 2 ? NAN : hlb__line_slope(&l, NULL);
 }

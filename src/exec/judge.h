@@ -17,6 +17,21 @@
 
 #include "hlb/balancer.h"
 
+/* Sums over points (x, y) for a least-squares line y = fixed + slope x. */
+typedef struct hlb__line_sums {
+  double n, sx, sy, sxx, sxy;
+} hlb__line_sums;
+
+static inline void hlb__line_add(hlb__line_sums *l, double x, double y) {
+  l->n += 1, l->sx += x, l->sy += y, l->sxx += x * x, l->sxy += x * y;
+}
+
+/* The cost per x of the points, a block's cost per block left out: the slope of their
+ * least-squares line when it rises and its intercept (*fixed, may be NULL) is not negative,
+ * else the slope of the line through the origin (*fixed 0): too few points, no spread in x, or
+ * a line that does not fit. 0 without points. */
+double hlb__line_slope(const hlb__line_sums *l, double *fixed);
+
 /* Log entries looked at: the newest this many, so that a judgement after every block of a long
  * run stays cheap. */
 #define HLB__JUDGE_WINDOW 256

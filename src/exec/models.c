@@ -10,6 +10,7 @@
 
 #include "common/error_internal.h"
 #include "common/options_internal.h"
+#include "exec/judge.h"
 #include "hlb/model.h"
 #include "hlb/policy.h"
 
@@ -120,8 +121,8 @@ double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *
   const char *tail = key + name_len;    /* "|cores=N..." */
   /* The slope of the least-squares line through the samples (seconds against items): what a
    * block costs per item, its cost per block left out, since greedy's many small blocks and
-   * hlb's one block a pass ran the same kernel. Through the origin without spread in sizes. */
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+   * hlb's one block a pass ran the same kernel. */
+  hlb__line_sums l = {0};
   for (unsigned k = 0; k < m->priors.n_pu; k++) {
     const hlb__stored_pu *s = &m->priors.pu[k];
     size_t len = strlen(s->key), tail_len = strlen(tail);
@@ -129,17 +130,10 @@ double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *
         strcmp(s->key + len - tail_len, tail) != 0 ||
         strchr(s->key + name_len, '|') != s->key + len - tail_len)
       continue;
-    for (size_t j = 0; j < s->n; j++) {
-      double x = (double)s->s[j].block.count, y = s->s[j].compute_s + s->s[j].transfer_s;
-      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
-    }
+    for (size_t j = 0; j < s->n; j++)
+      hlb__line_add(&l, (double)s->s[j].block.count, s->s[j].compute_s + s->s[j].transfer_s);
   }
-  if (n < 1 || !(sxx > 0)) return 0;
-  double det = n * sxx - sx * sx, per_item = sxy / sxx;
-  if (n >= 2 && det > 1e-9 * n * sxx) {
-    double slope = (n * sxy - sx * sy) / det;
-    if (slope > 0 && (sy - slope * sx) / n >= 0) per_item = slope;
-  }
+  double per_item = hlb__line_slope(&l, NULL);
   return per_item > 0 ? 1.0 / per_item : 0;
 }
 
