@@ -184,10 +184,9 @@ typedef struct dx {
   void *hook_arg;
   int hook_over;
   /* Models kept across runs (dexec_models.c); rank 0 only but the mode, model_dir of every
-   * rank's options. Per global PU: its stored samples (HLB__MODEL_KEEP slots each) and their
-   * count; per balancer PU: pointers into them for the balancer's priors. */
+   * rank's options. Per global PU: its stored samples (HLB__MODEL_KEEP slots each); per
+   * balancer PU: a pointer into them and their count, the balancer's priors. */
   hlb_sample *prior;
-  size_t *n_prior;
   const hlb_sample **prior_of_b;
   size_t *n_prior_of_b;
   int models_from;       /* hlb_models_from */

@@ -68,7 +68,6 @@ void hlb__dx_models_begin(dx *x) {
   free(mine);
   if (x->rank != 0) return;
   x->prior = alloc_or_abort(x, (size_t)x->n_global * HLB__MODEL_KEEP, sizeof *x->prior);
-  x->n_prior = alloc_or_abort(x, x->n_global, sizeof *x->n_prior);
   x->prior_of_b = alloc_or_abort(x, x->n_global, sizeof *x->prior_of_b);
   x->n_prior_of_b = alloc_or_abort(x, x->n_global, sizeof *x->n_prior_of_b);
   size_t found = 0;
@@ -78,16 +77,13 @@ void hlb__dx_models_begin(dx *x) {
       s[k] = (hlb_sample){.block = {.count = (size_t)all[g].x[k], .pu = g},
                           .compute_s = all[g].compute_s[k],
                           .transfer_s = all[g].transfer_s[k]};
-    x->n_prior[g] = all[g].n;
     found += all[g].n;
   }
   for (unsigned b = 0; b < x->nb; b++) { /* the balancer's numbering (index_pus) */
     x->prior_of_b[b] = &x->prior[(size_t)x->gof_b[b] * HLB__MODEL_KEEP];
-    x->n_prior_of_b[b] = x->n_prior[x->gof_b[b]];
+    x->n_prior_of_b[b] = all[x->gof_b[b]].n;
   }
-  x->models_from = !(x->opt.models & HLB_MODELS_READ) ? HLB_MODELS_TRAINED
-                   : found                            ? HLB_MODELS_STORED
-                                                      : HLB_MODELS_TRAINED;
+  x->models_from = found ? HLB_MODELS_STORED : HLB_MODELS_TRAINED; /* none read: none found */
   free(all);
 }
 

@@ -491,7 +491,6 @@ void hlb__dx_end(dx *x) {
   free(x->fly_rq);
   free(x->fly_idx);
   free(x->prior);
-  free(x->n_prior);
   free(x->prior_of_b);
   free(x->n_prior_of_b);
   pthread_cond_destroy(&x->cv);
