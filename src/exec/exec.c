@@ -388,15 +388,9 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
     int whole = !why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone);
     if (whole) why = alone;
     if (!why || (ex->released[i] && !whole)) continue;
-    if (ex->released[i]) {
-      /* Released for being slower on its one core (stored, or by an earlier run of this
-       * executor), but faster alone on all of them: the cores go to it after all. */
-      ex->released[i] = 0;
-      ex->cores_given[cpu] -= held_cores(ex, i);
-      ex->release_reason[i][0] = '\0';
-    }
     if (hlb__session_reopen(ex, i, cores) != 0) {
-      /* The device as it was, the cpu PU kept: the run goes on as if nothing was stored. */
+      /* The device as it was (released or not), the cpu PU kept: the run goes on as if nothing
+       * was stored. */
       if (ex->dev[i]) {
         hlb_clear_error();
         continue;
@@ -406,6 +400,13 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
                hlb_last_error());
       hlb_clear_error();
       continue;
+    }
+    if (ex->released[i]) {
+      /* Released for being slower on its one core (stored, or by an earlier run of this
+       * executor), but faster alone on all of them: the cores go to it after all. */
+      ex->released[i] = 0;
+      ex->cores_given[cpu] -= before; /* what it held before it was opened again */
+      ex->release_reason[i][0] = '\0';
     }
     /* The reason may be cut to its 160 bytes; the stored decision keeps it whole. */
     if (snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
