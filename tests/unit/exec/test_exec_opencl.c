@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "exec/model_store.h"
 #include "hlb/error.h"
 #include "hlb/exec.h"
 
@@ -430,7 +431,7 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
  * that core is released after that block: no second block keeps its core busy. A device far
  * faster (on a kernel heavy enough that its launches do not dominate) is kept after its first
  * blocks, with both rates in the reason; beside a cpu PU the user sized nothing is judged.
- * Throttles of 200x and 1000x make the outcome independent of the machine's load; the released
+ * Throttles of 1000x make the outcome independent of the machine's load; the released
  * device's first block (one item: nothing is known of it) takes well over the 10 ms
  * (HLB_EXEC_FIRST_BLOCK_MAX_S) a first block must last to be judged alone. */
 static void test_judged_devices(void **st) {
@@ -448,9 +449,10 @@ static void test_judged_devices(void **st) {
   assert_int_equal(s.per_pu[0].cores_given, 1);
   hlb_exec_stats_clear(&s);
 
-  /* One-item blocks: the device's thousands of blocks outlast the cpu PU's first two (5 ms
-   * each), so it is judged even when the machine is busy. */
-  run_stats("cpu,opencl:0", 1, 200, "chunk=1", &s);
+  /* One-item blocks: the device's thousands of blocks outlast the cpu PU's first two (40 ms
+   * each), so it is judged even when the machine is busy; at 1000x a first device block slowed
+   * to 50 ms and more by a loaded machine cannot release it. */
+  run_stats("cpu,opencl:0", 1, 1000, "chunk=1", &s);
   assert_int_equal(s.per_pu[1].released, 0);
   assert_non_null(strstr(s.per_pu[1].release_reason, "kept: "));
   assert_int_equal(s.per_pu[0].cores_given, 0);
@@ -505,7 +507,8 @@ static void remove_dir(const char *dir) {
 }
 
 /* A device on the cores that a run finds faster per core than the cpu PU (here the cpu PU is
- * throttled 200x: a first device block slowed by a loaded machine cannot release it) is kept, and
+ * throttled 1000x: a first device block slowed by a loaded machine, 50 ms and more, cannot
+ * release it) is kept, and
  * the stored decision gives it the cpu PU's cores in the next run: the cpu PU is left out, the
  * device opened again on both cores does every item. With keep_weak_devices the decision is not
  * applied. */
@@ -514,7 +517,7 @@ static void test_device_takes_cores(void **st) {
   char dir[] = "/tmp/hlb-takes-XXXXXX";
   assert_non_null(mkdtemp(dir));
   hlb_exec_stats s = {0};
-  run_with_models(200, dir, 0, &s);
+  run_with_models(1000, dir, 0, &s);
   unsigned cus = s.pu[1].cores;
   if (cus == 0 || s.pu[0].cores + cus < 2) { /* a GPU, or one core: nothing to give */
     hlb_exec_stats_clear(&s);
@@ -525,7 +528,7 @@ static void test_device_takes_cores(void **st) {
   unsigned cpu_cores = s.pu[0].cores;
   hlb_exec_stats_clear(&s);
 
-  run_with_models(200, dir, 0, &s);
+  run_with_models(1000, dir, 0, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "released before the run"));
   assert_non_null(strstr(s.per_pu[0].release_reason, "opencl:0"));
@@ -534,7 +537,7 @@ static void test_device_takes_cores(void **st) {
   assert_int_equal(s.pu[1].cores, cus + cpu_cores);
   hlb_exec_stats_clear(&s);
 
-  run_with_models(200, dir, 1, &s);
+  run_with_models(1000, dir, 1, &s);
   assert_int_equal(s.per_pu[0].released, 0);
   assert_int_equal(s.pu[1].cores, cus);
   assert_true(s.per_pu[0].items > 0);
@@ -542,14 +545,38 @@ static void test_device_takes_cores(void **st) {
   remove_dir(dir);
 }
 
+/* A stored release of the device narrowed beside the cpu PU (throttled 10x), as a run on a
+ * loaded machine could leave: written straight into the model file. */
+static void store_release(const char *dir, const hlb_exec_pu *narrowed) {
+  hlb_codelet cl = codelet();
+  cl.name = "heavy-affine";
+  char codelet_key[256], pu_key[320];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  hlb__model_pu_key(narrowed, narrowed->cores, pu_key, sizeof pu_key);
+  hlb__model_set set = {0};
+  hlb_sample one = {.block = {.count = 1}, .compute_s = 1e-3};
+  assert_int_equal(hlb__model_append(&set, pu_key, &one, 1), 0);
+  snprintf(set.pu[0].released, sizeof set.pu[0].released, "released: slower on one core");
+  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
+  hlb__model_set_free(&set);
+}
+
 /* Runs of each PU alone on every core, stored: when the device alone did more items per second
  * than the cpu PU alone (here throttled 10x), a run of both gives the device the cpu PU's cores
- * from the start, whatever a comparison on one core would say. */
+ * from the start, whatever a comparison on one core said (a stored release included). */
 static void test_device_alone_faster_takes_cores(void **st) {
   (void)st;
   char dir[] = "/tmp/hlb-alone-XXXXXX";
   assert_non_null(mkdtemp(dir));
   hlb_exec_stats s = {0};
+  run_spec_with_models("cpu,opencl:0", 10, dir, 1, &s); /* keep: nothing decided */
+  hlb_exec_pu narrowed = s.pu[1];
+  hlb_exec_stats_clear(&s);
+  if (narrowed.cores == 0) { /* a GPU: nothing to give */
+    remove_dir(dir);
+    return;
+  }
+  store_release(dir, &narrowed);
   run_spec_with_models("opencl:0", 1, dir, 0, &s);
   unsigned cus = s.pu[0].cores;
   hlb_exec_stats_clear(&s);
@@ -562,6 +589,9 @@ static void test_device_alone_faster_takes_cores(void **st) {
   run_spec_with_models("cpu,opencl:0", 10, dir, 0, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "alone on"));
+  assert_int_equal(s.per_pu[1].released, 0); /* its stored release overruled */
+  assert_string_equal(s.per_pu[1].release_reason, "");
+  assert_int_equal(s.per_pu[0].cores_given, 0);
   assert_int_equal(s.per_pu[1].items, N);
   assert_int_equal(s.pu[1].cores, cus);
   hlb_exec_stats_clear(&s);
