@@ -48,6 +48,13 @@ typedef struct run_ctx {
    * abandoned: its block in flight was given back to the pool when it was released, so it
    * must not write its output. Both guarded by mu. */
   int *committing, *abandoned;
+  /* Each PU's newest finished blocks, a ring of HLB__JUDGE_RECENT (n_recent counts all it
+   * finished), for judging a device against the cpu PU: the balancer's log would not do, its
+   * newest entries can all be one PU's (a device's thousands of one-item blocks beside a
+   * throttled cpu PU's few: the cpu PU's blocks fell out of the window and the takeover was
+   * never judged). Guarded by mu. */
+  hlb_decision (*recent)[HLB__JUDGE_RECENT];
+  size_t *n_recent;
   /* Per PU that takes part, in the balancer's numbering: the executor's index, the driver,
    * its thread and whether it started. */
   unsigned *bidx;
@@ -259,11 +266,50 @@ static int judges_devices(const run_ctx *r) {
 }
 
 /* The cpu PU's items per second per core on items like the device's (exec/judge.h). */
+/* Keep PU p's finished block (its sample s) among its newest (run_ctx.recent). */
+static void remember_block_locked(run_ctx *r, unsigned p, unsigned bpu, const hlb_sample *s) {
+  r->recent[p][r->n_recent[p]++ % HLB__JUDGE_RECENT] = (hlb_decision){
+      .pu = bpu,
+      .begin = s->block.begin,
+      .count = s->block.count,
+      .compute_s = s->compute_s,
+      .transfer_s = s->transfer_s,
+      .measured_s = s->compute_s + s->transfer_s,
+      .end_s = s->end_s,
+      .outcome = HLB_OUTCOME_DONE,
+  };
+}
+
+static size_t copy_recent(const run_ctx *r, unsigned p, hlb_decision *out) {
+  size_t n = r->n_recent[p] < HLB__JUDGE_RECENT ? r->n_recent[p] : HLB__JUDGE_RECENT;
+  memcpy(out, r->recent[p], n * sizeof *out);
+  return n;
+}
+
+/* What the judge reads (exec/judge.h): the newest finished blocks of the cpu PU and of device
+ * `dev`, and with with_in_flight the device's block in flight as pending. At most
+ * HLB__JUDGE_WINDOW entries. */
+static size_t judge_window(const run_ctx *r, int cpu, unsigned dev, int with_in_flight,
+                           hlb_decision out[HLB__JUDGE_WINDOW]) {
+  size_t n = copy_recent(r, (unsigned)cpu, out);
+  n += copy_recent(r, dev, out + n);
+  if (with_in_flight && r->in_block[dev] && n < HLB__JUDGE_WINDOW)
+    out[n++] = (hlb_decision){.pu = (unsigned)r->bpu_of[dev],
+                              .begin = r->block[dev].begin,
+                              .count = r->block[dev].count,
+                              .compute_s = NAN,
+                              .transfer_s = NAN,
+                              .measured_s = NAN,
+                              .end_s = NAN,
+                              .outcome = HLB_OUTCOME_PENDING};
+  return n;
+}
+
 static double cpu_rate_near(const run_ctx *r, int cpu, unsigned dev, int with_in_flight) {
-  const hlb_decision *log = NULL;
-  size_t n_log = hlb_balancer_log(r->b, &log);
+  hlb_decision window[HLB__JUDGE_WINDOW];
+  size_t n = judge_window(r, cpu, dev, with_in_flight, window);
   unsigned cores = cpu_cores_now(r, cpu);
-  double near = hlb__judge_cpu_rate_near(log, n_log, (unsigned)r->bpu_of[cpu],
+  double near = hlb__judge_cpu_rate_near(window, n, (unsigned)r->bpu_of[cpu],
                                          (unsigned)r->bpu_of[dev], cores, with_in_flight);
   return near > 0 ? near : items_per_busy_s(&r->st[cpu]) / cores;
 }
@@ -271,9 +317,9 @@ static double cpu_rate_near(const run_ctx *r, int cpu, unsigned dev, int with_in
 /* Device core-seconds per cpu core-second on the same items, per block costs left out
  * (exec/judge.h); NAN when its blocks do not tell. */
 static double device_core_ratio(const run_ctx *r, int cpu, unsigned dev) {
-  const hlb_decision *log = NULL;
-  size_t n_log = hlb_balancer_log(r->b, &log);
-  return hlb__judge_core_ratio(log, n_log, (unsigned)r->bpu_of[cpu], (unsigned)r->bpu_of[dev],
+  hlb_decision window[HLB__JUDGE_WINDOW];
+  size_t n = judge_window(r, cpu, dev, 0, window);
+  return hlb__judge_core_ratio(window, n, (unsigned)r->bpu_of[cpu], (unsigned)r->bpu_of[dev],
                                cpu_cores_now(r, cpu), held_cores(r->ex, dev));
 }
 
@@ -458,6 +504,7 @@ static void block_done_locked(driver *d, hlb_sample *s, double throttle_s) {
   int rc = hlb_balancer_done(r->b, d->bpu, s);
   if (rc && rc != HLB_ESAMPLE) set_error_locked(r, rc);
   hlb__pu_stats_add_block(st, s, throttle_s);
+  remember_block_locked(r, d->pu, d->bpu, s);
   r->last_block[d->pu] = s->block.count;
   r->bpu_of[d->pu] = (int)d->bpu;
   if (end > r->last_end) r->last_end = end;
@@ -801,6 +848,8 @@ static void free_run(run_ctx *r) {
   free(r->drv);
   free(r->th);
   free(r->started);
+  free(r->recent);
+  free(r->n_recent);
   free(r);
 }
 
@@ -816,7 +865,8 @@ static run_ctx *alloc_run(unsigned n) {
            (r->block = calloc(n, sizeof *r->block)) && (r->committing = calloc(n, sizeof(int))) &&
            (r->abandoned = calloc(n, sizeof(int))) && (r->bidx = calloc(n, sizeof(unsigned))) &&
            (r->drv = calloc(n, sizeof *r->drv)) && (r->th = calloc(n, sizeof *r->th)) &&
-           (r->started = calloc(n, sizeof(int)));
+           (r->started = calloc(n, sizeof(int))) && (r->recent = calloc(n, sizeof *r->recent)) &&
+           (r->n_recent = calloc(n, sizeof(size_t)));
   if (ok) return r;
   free_run(r);
   return NULL;

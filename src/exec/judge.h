@@ -35,6 +35,9 @@ double hlb__line_slope(const hlb__line_sums *l, double *fixed);
 /* Log entries looked at: the newest this many, so that a judgement after every block of a long
  * run stays cheap. */
 #define HLB__JUDGE_WINDOW 256
+/* Newest finished blocks kept of each PU for it (the executor's window is the cpu PU's and the
+ * device's: the two PUs' blocks, one less for a device's block in flight). */
+#define HLB__JUDGE_RECENT (HLB__JUDGE_WINDOW / 2 - 1)
 
 /* The cpu PU's (balancer PU cpu_b, on cpu_cores cores) items per second per core on items like
  * those of device dev_b's finished blocks (and its pending ones with with_pending): for each,
