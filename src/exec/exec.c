@@ -410,9 +410,39 @@ static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int 
                                unsigned cores, char *why, size_t cap) {
   double dev_rate = hlb__exec_models_rate_on(r->ex, m, dev, cores);
   double cpu_rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, cores);
+  const char *bound = "";
+  unsigned own = r->ex->pu[cpu].cores;
+  if (!(cpu_rate > 0) && own > 0 && own < cores) {
+    /* No run of the cpu PU alone on them all yet (after a device's exploration, below): its
+     * rate on its own cores scaled to all of them, at most what it could do. A device faster
+     * than that is faster; one that is not waits for the cpu PU's own run alone. */
+    cpu_rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, own) * cores / own;
+    bound = "at most ";
+  }
   if (!(dev_rate > 0 && cpu_rate > 0 && dev_rate >= HLB_EXEC_TAKE_CORES_FACTOR * cpu_rate))
     return 0;
-  snprintf(why, cap, "alone on %u cores %.3g against %.3g items/s", cores, dev_rate, cpu_rate);
+  snprintf(why, cap, "alone on %u cores %.3g against %s%.3g items/s", cores, dev_rate, bound,
+           cpu_rate);
+  return 1;
+}
+
+/* 1 when released device `dev` should run alone on all `cores` once (HLB_EXEC_EXPLORE_MIN_CORE_
+ * RATIO), with why in `why`: no stored run of it alone on them, the outcome of this run is kept
+ * (stored with the models, or remembered by this executor), and its stored blocks on the cores it
+ * held did at least that fraction of the cpu PU's items per second per core. Once its run alone
+ * is stored, whole_device_faster decides. */
+static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
+                          unsigned cores, char *why, size_t cap) {
+  const hlb_executor *ex = r->ex;
+  int kept = m->mode == HLB_MODELS_ON || m->from == HLB_MODELS_PREVIOUS_RUN;
+  unsigned held = held_cores(ex, dev), own = ex->pu[cpu].cores;
+  if (!kept || !held || !own || hlb__exec_models_rate_on(ex, m, dev, cores) > 0) return 0;
+  double dev_core = hlb__exec_models_rate_on(ex, m, dev, held) / held;
+  double cpu_core = hlb__exec_models_rate_on(ex, m, (unsigned)cpu, own) / own;
+  if (!(dev_core > 0 && cpu_core > 0 && dev_core >= HLB_EXEC_EXPLORE_MIN_CORE_RATIO * cpu_core))
+    return 0;
+  snprintf(why, cap, "once alone (%.2fx a core of %s on %u)", dev_core / cpu_core, ex->pu[cpu].name,
+           held);
   return 1;
 }
 
@@ -429,10 +459,13 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
     /* Every core the two hold: a device released before the run gave its own to the cpu PU. */
     unsigned before = ex->pu[i].cores,
              cores = cpu_cores_now(r, cpu) + (ex->released[i] ? 0 : before);
-    char alone[160];
+    char alone[200];
     const char *why = hlb__exec_models_takes_cores(ex, m, i);
     int whole = !why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone);
-    if (whole) why = alone;
+    int explore = !whole && !why && ex->released[i] &&
+                  explore_device(r, m, cpu, i, cores, alone, sizeof alone);
+    if (whole || explore) why = alone;
+    whole = whole || explore;
     if (!why || (ex->released[i] && !whole)) continue;
     if (hlb__session_reopen(ex, i, cores) != 0) {
       /* The device as it was (released or not), the cpu PU kept: the run goes on as if nothing
@@ -449,16 +482,17 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
     }
     if (ex->released[i]) {
       /* Released for being slower on its one core (stored, or by an earlier run of this
-       * executor), but faster alone on all of them: the cores go to it after all. */
+       * executor), but faster alone on all of them, or to be tried alone: the cores go to it
+       * after all. */
       ex->released[i] = 0;
       ex->cores_given[cpu] -= before; /* what it held before it was opened again */
       ex->release_reason[i][0] = '\0';
     }
     /* The reason may be cut to its 160 bytes; the stored decision keeps it whole. */
     if (snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
-                 "released before the run: its %u core%s went to %s (%u now), faster: %s",
+                 "released before the run: its %u core%s went to %s (%u now), %s%s",
                  cpu_cores_now(r, cpu), cpu_cores_now(r, cpu) > 1 ? "s" : "", ex->pu[i].name,
-                 ex->pu[i].cores, why) < 0)
+                 ex->pu[i].cores, explore ? "to try: " : "faster: ", why) < 0)
       ex->release_reason[cpu][0] = '\0';
     ex->released[cpu] = 1;
     return; /* one device takes the cores */

@@ -598,6 +598,97 @@ static void test_device_alone_faster_takes_cores(void **st) {
   remove_dir(dir);
 }
 
+/* Stored as a mixed run would leave them: the device narrowed beside the cpu PU released, its
+ * blocks doing dev_rate items per second on its cores, the cpu PU's blocks cpu_rate on its own
+ * (both written straight into the model file). */
+static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
+                            double dev_rate, double cpu_rate) {
+  hlb_codelet cl = codelet();
+  cl.name = "heavy-affine";
+  char codelet_key[256], dev_key[320], cpu_key[320];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  hlb__model_pu_key(narrowed, narrowed->cores, dev_key, sizeof dev_key);
+  hlb__model_pu_key(cpu, cpu->cores, cpu_key, sizeof cpu_key);
+  hlb__model_set set = {0};
+  hlb_sample dev = {.block = {.count = 100}, .compute_s = 100 / dev_rate};
+  hlb_sample host = {.block = {.count = 100}, .compute_s = 100 / cpu_rate};
+  assert_int_equal(hlb__model_append(&set, dev_key, &dev, 1), 0);
+  assert_int_equal(hlb__model_append(&set, cpu_key, &host, 1), 0);
+  hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, dev_key);
+  snprintf(d->released, sizeof d->released, "released: slower on one core");
+  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
+  hlb__model_set_free(&set);
+}
+
+/* A device released by a mixed run though it did half a core's items per second on its one
+ * core is run alone on every core once (the next run), the cpu PU left out; the run after that
+ * keeps the release while no stored run says the cpu PU is slower on all cores (the stored
+ * cpu blocks say it is very fast: its rate scaled to every core bounds it), and runs the cpu PU
+ * alone; once both runs alone are stored, the device that did more (the cpu PU throttled 10x)
+ * takes the cores, or at once when even the cpu PU's bound is slower. A device that did 0.1x a
+ * core is not tried. */
+static void test_released_device_tried_alone(void **st) {
+  (void)st;
+  char dir[] = "/tmp/hlb-explore-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_exec_stats s = {0};
+  run_spec_with_models("cpu,opencl:0", 10, dir, 1, &s); /* keep: nothing decided */
+  hlb_exec_pu host = s.pu[0], narrowed = s.pu[1];
+  hlb_exec_stats_clear(&s);
+  remove_dir(dir);
+  if (narrowed.cores == 0 || host.cores == 0) return; /* a GPU, or one core: nothing to give */
+  char weak[] = "/tmp/hlb-explore-XXXXXX", tried[] = "/tmp/hlb-explore-XXXXXX";
+  unsigned all = host.cores + narrowed.cores;
+
+  assert_non_null(mkdtemp(weak));
+  store_mixed_run(weak, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores);
+  run_spec_with_models("cpu,opencl:0", 10, weak, 0, &s);
+  assert_int_equal(s.per_pu[1].released, 1); /* 0.1x a core: not tried */
+  assert_int_equal(s.per_pu[0].items, N);
+  hlb_exec_stats_clear(&s);
+  remove_dir(weak);
+
+  assert_non_null(mkdtemp(tried));
+  store_mixed_run(tried, &narrowed, &host, 1e6 * 0.5 * narrowed.cores, 1e6 * host.cores);
+  run_spec_with_models("cpu,opencl:0", 10, tried, 0, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.50x a core of cpu"));
+  assert_int_equal(s.per_pu[1].released, 0);
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, all);
+  hlb_exec_stats_clear(&s);
+
+  run_spec_with_models("cpu,opencl:0", 10, tried, 0, &s);
+  assert_int_equal(s.per_pu[1].released, 1); /* not tried again */
+  assert_non_null(strstr(s.per_pu[1].release_reason, "an earlier run on this host"));
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_int_equal(s.per_pu[0].items, N);
+  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+  hlb_exec_stats_clear(&s);
+
+  run_spec_with_models("cpu,opencl:0", 10, tried, 0, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, all);
+  hlb_exec_stats_clear(&s);
+  remove_dir(tried);
+
+  /* Stored cpu blocks of 10 items/s per core: the device tried alone beats their bound on
+   * every core, and takes the cores in the next run without waiting for a cpu run alone. */
+  char slow[] = "/tmp/hlb-explore-XXXXXX";
+  assert_non_null(mkdtemp(slow));
+  store_mixed_run(slow, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores);
+  run_spec_with_models("cpu,opencl:0", 10, slow, 0, &s);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
+  hlb_exec_stats_clear(&s);
+  run_spec_with_models("cpu,opencl:0", 10, slow, 0, &s);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "against at most"));
+  assert_int_equal(s.per_pu[1].items, N);
+  hlb_exec_stats_clear(&s);
+  remove_dir(slow);
+}
+
 int main(void) {
   if (!hlb_backend_built(HLB_BACKEND_OPENCL) || hlb_backend_devices(HLB_BACKEND_OPENCL) == 0) {
     printf("no OpenCL device: skipped\n");
@@ -612,6 +703,7 @@ int main(void) {
       cmocka_unit_test(test_judged_devices),
       cmocka_unit_test(test_device_takes_cores),
       cmocka_unit_test(test_device_alone_faster_takes_cores),
+      cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_session_keeps_kernel),
       cmocka_unit_test(test_session_changed_source),
       cmocka_unit_test(test_session_bad_source_later),
