@@ -194,7 +194,7 @@ static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, d
   snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
            "released: %s%.3g items/s against %.3g items/s for the %u core%s it held in %s",
            in_flight ? "at most " : "", dev_rate, core_rate * held, held, held > 1 ? "s" : "",
-           host_name);
+           host_name); /* released_core_ratio reads it back */
   ex->released[dev] = 1;
   ex->cores_given[cpu] += held;
   ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
@@ -426,23 +426,33 @@ static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int 
   return 1;
 }
 
+/* The device's items per second over those of the cores it held, from a release's reason
+ * (release_locked writes it: the judge's comparison, kernel against kernel on neighbouring
+ * items; the stored samples cannot redo it, the cpu PU's blocks after the release ran on more
+ * cores than their key says); NAN for a release in flight ("at most": hopeless) or another
+ * text. */
+static double released_core_ratio(const char *reason) {
+  double dev_rate = 0, cores_rate = 0;
+  if (!reason ||
+      sscanf(reason, "released: %lf items/s against %lf items/s", &dev_rate, &cores_rate) != 2)
+    return NAN;
+  return dev_rate > 0 && cores_rate > 0 ? dev_rate / cores_rate : NAN;
+}
+
 /* 1 when released device `dev` should run alone on all `cores` once (HLB_EXEC_EXPLORE_MIN_CORE_
  * RATIO), with why in `why`: no stored run of it alone on them, the outcome of this run is kept
- * (stored with the models, or remembered by this executor), and its stored blocks on the cores it
- * held did at least that fraction of the cpu PU's items per second per core. Once its run alone
- * is stored, whole_device_faster decides. */
+ * (stored with the models, or remembered by this executor), and its release found it doing at
+ * least that fraction of the items per second of the cores it held. Once its run alone is
+ * stored, whole_device_faster decides. */
 static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
                           unsigned cores, char *why, size_t cap) {
   const hlb_executor *ex = r->ex;
   int kept = m->mode == HLB_MODELS_ON || m->from == HLB_MODELS_PREVIOUS_RUN;
-  unsigned held = held_cores(ex, dev), own = ex->pu[cpu].cores;
-  if (!kept || !held || !own || hlb__exec_models_rate_on(ex, m, dev, cores) > 0) return 0;
-  double dev_core = hlb__exec_models_rate_on(ex, m, dev, held) / held;
-  double cpu_core = hlb__exec_models_rate_on(ex, m, (unsigned)cpu, own) / own;
-  if (!(dev_core > 0 && cpu_core > 0 && dev_core >= HLB_EXEC_EXPLORE_MIN_CORE_RATIO * cpu_core))
-    return 0;
-  snprintf(why, cap, "once alone (%.2fx a core of %s on %u)", dev_core / cpu_core, ex->pu[cpu].name,
-           held);
+  unsigned held = held_cores(ex, dev);
+  if (!kept || !held || hlb__exec_models_rate_on(ex, m, dev, cores) > 0) return 0;
+  double ratio = released_core_ratio(hlb__exec_models_released(ex, m, dev));
+  if (!(ratio >= HLB_EXEC_EXPLORE_MIN_CORE_RATIO)) return 0;
+  snprintf(why, cap, "once alone (%.2fx a core of %s on %u)", ratio, ex->pu[cpu].name, held);
   return 1;
 }
 

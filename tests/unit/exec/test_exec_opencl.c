@@ -615,7 +615,11 @@ static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const 
   assert_int_equal(hlb__model_append(&set, dev_key, &dev, 1), 0);
   assert_int_equal(hlb__model_append(&set, cpu_key, &host, 1), 0);
   hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, dev_key);
-  snprintf(d->released, sizeof d->released, "released: slower on one core");
+  /* The reason as the executor writes it: the device's rate against its cores' in the cpu PU. */
+  snprintf(d->released, sizeof d->released,
+           "released: %.3g items/s against %.3g items/s for the %u core%s it held in cpu", dev_rate,
+           cpu_rate / cpu->cores * narrowed->cores, narrowed->cores,
+           narrowed->cores > 1 ? "s" : "");
   assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
   hlb__model_set_free(&set);
 }
