@@ -198,6 +198,9 @@ static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, d
   ex->released[dev] = 1;
   ex->cores_given[cpu] += held;
   ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
+  double now = rel_now(r);
+  if (isnan(ex->cores_changed_s[cpu][0])) ex->cores_changed_s[cpu][0] = now;
+  ex->cores_changed_s[cpu][1] = now;
   unsigned bpu = (unsigned)r->bpu_of[dev];
   if (in_flight && !r->committing[dev]) {
     /* Its block would end long after the cpu PU could do it: give the items back now, and the
@@ -940,6 +943,8 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     free_run(r);
     return rc;
   }
+  for (unsigned i = 0; i < ex->n; i++)
+    ex->cores_changed_s[i][0] = ex->cores_changed_s[i][1] = NAN;
   release_stored(r, &models);
   give_cores_stored(r, &models);
   unsigned nb = prepare_all(r, bidx, &prep_err);

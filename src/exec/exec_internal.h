@@ -46,6 +46,11 @@ struct hlb_executor {
   int *released;
   char (*release_reason)[160];
   unsigned *cores_given; /* cpu PU: cores it got back from released PUs */
+  /* Run-relative times at which the PU's cores changed first and last in the current run (a
+   * device released mid-run gave them); NAN when they did not. Its blocks granted before the
+   * first are stored with its cores at the start, those granted after the last with its cores
+   * at the end (models.c). */
+  double (*cores_changed_s)[2];
   /* A device computing on the host's cores that this executor's last run found faster per
    * core than the automatic cpu PU (exec.c, judge_takeover): the reason, stored with its
    * models so that later runs give it the cpu PU's cores; "" otherwise. */

@@ -155,13 +155,15 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
     ex->released = calloc(n, sizeof *ex->released);
     ex->release_reason = calloc(n, sizeof *ex->release_reason);
     ex->cores_given = calloc(n, sizeof *ex->cores_given);
+    ex->cores_changed_s = calloc(n, sizeof *ex->cores_changed_s);
     ex->takes_cores = calloc(n, sizeof *ex->takes_cores);
     ex->kept = calloc(n, sizeof *ex->kept);
     ex->n_kept = calloc(n, sizeof *ex->n_kept);
     ex->stage = calloc(n, sizeof *ex->stage);
   }
   if (!ex || !ex->pu || !ex->ops || !ex->dev || !ex->rate || !ex->released || !ex->release_reason ||
-      !ex->cores_given || !ex->takes_cores || !ex->kept || !ex->n_kept || !ex->stage) {
+      !ex->cores_given || !ex->cores_changed_s || !ex->takes_cores || !ex->kept || !ex->n_kept ||
+      !ex->stage) {
     hlb_executor_destroy(ex);
     return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory for %u PUs", n);
   }
@@ -199,6 +201,7 @@ void hlb_executor_destroy(hlb_executor *ex) {
   free(ex->released);
   free(ex->release_reason);
   free(ex->cores_given);
+  free(ex->cores_changed_s);
   free(ex->takes_cores);
   hlb__exec_memo_free(ex);
   free(ex);

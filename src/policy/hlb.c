@@ -35,7 +35,7 @@
  *   not trusted blindly: if the median of measured / predicted time over the PU's first
  *   `prior_check` blocks is beyond `prior_tolerance` either way (the machine is loaded, the
  *   device changed), the PU forgets its priors, model included, and relearns from this
- *   run's blocks alone.
+ *   run's blocks alone. They do not count for best_block (see learn).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -288,7 +288,8 @@ static void find_best_block(hlbp *h, unsigned p) {
   q->ycap = fmax(cap, g);
 }
 
-static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
+/* prior: s is a stored sample of an earlier run (hlb_prior), not a block of this run. */
+static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior) {
   hpu *q = &h->pu[p];
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
   double before = q->u.good ? base_time(q, x) : 0.0;
@@ -296,7 +297,12 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s) {
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
   hlb__plb_observe(&q->u, s);
-  if (x > 0 && t > 0) best_block_add(q, x, t);
+  /* Not a prior: an earlier run's blocks (any policy's, over any items) against this run's
+   * compare other items, and on work whose items differ that reads as a curve (mandelbrot on
+   * PoCL after greedy's runs: greedy's 13-row blocks of the costly rows against this run's
+   * 7-row probes of the cheap top rows capped every block at 7 rows, 113 blocks, 1.9x the
+   * time). The rise must show in this run's own blocks. */
+  if (x > 0 && t > 0 && !prior) best_block_add(q, x, t);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;
@@ -549,7 +555,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
 static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
   hlbp *h = state;
   if (pu >= h->n || !hlb__plb_sample_ok(s)) return;
-  learn(h, pu, s);
+  learn(h, pu, s, 1);
   h->pu[pu].priors++;
 }
 
@@ -573,7 +579,7 @@ static void forget_priors(hlbp *h, unsigned p) {
   for (unsigned i = 0; i < n; i++) {
     hlb_model_add(h->ctx->models[p], hlb__plb_sample_x(&fresh[i]), fresh[i].compute_s,
                   fresh[i].transfer_s);
-    learn(h, p, &fresh[i]);
+    learn(h, p, &fresh[i], 0);
   }
   h->planned = 0;
 }
@@ -598,7 +604,7 @@ static void hlb_done(void *state, unsigned pu, const hlb_sample *s) {
   unsigned need = (unsigned)h->prm[P_PRIOR_CHECK];
   int checking = q->priors > 0 && q->checked < need;
   if (checking) check_priors(h, pu, s);
-  learn(h, pu, s);
+  learn(h, pu, s, 0);
   if (!checking || q->checked < need) return;
   double r[8];
   memcpy(r, q->check_ratio, need * sizeof *r);

@@ -118,4 +118,18 @@ run wrong
 HLB_MODEL_DIR=/proc/hlb-no-such-dir $RUN >"$D/ro.json" 2>"$D/ro.err" || fail "an unwritable model directory failed the run"
 [ "$(field "$D/ro.json" "d['verified']")" = True ] || fail "unwritable model directory: not verified"
 field "$D/ro.json" "d['model_error']" | grep -q "/proc/hlb-no-such-dir" || fail "model_error does not name the directory: $(cat "$D/ro.json")"
+
+# 7. Samples another policy stored for other items do not cut this run's blocks: after two
+# greedy runs of mandelbrot on PoCL alone (its 13-row blocks of the costly bottom rows kept),
+# hlb's probes of the cheap top rows read against them as a curve rising with the block size,
+# and the best_block cap cut the whole run into 7-row blocks (114 blocks, 1.9x the time).
+if "$HLB" run matmul --size 8 --pus opencl:0 >/dev/null 2>&1; then
+  export HLB_MODEL_DIR="$D/other-policy"
+  for policy in greedy greedy; do
+    "$HLB" run mandelbrot --pus opencl:0 --policy $policy --json >"$D/m.json" || fail "mandelbrot $policy"
+  done
+  "$HLB" run mandelbrot --pus opencl:0 --json >"$D/m.json" || fail "mandelbrot hlb"
+  blocks=$(field "$D/m.json" "d['pus'][0]['blocks']")
+  [ "$blocks" -le 8 ] || fail "hlb after greedy's stored blocks ran $blocks blocks: $(cat "$D/m.json")"
+fi
 echo ok

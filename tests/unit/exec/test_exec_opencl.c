@@ -465,10 +465,11 @@ static void test_judged_devices(void **st) {
 }
 
 /* The heavy kernel on the PUs of `spec` (a "cpu" among them throttled cpu_throttle times),
- * greedy in one-item blocks (the device's thousands of blocks outlast the cpu PU's first two,
- * as in test_judged_devices), models read and written in `dir`; keep: keep_weak_devices. */
+ * greedy with `params` (chunk=1 for a run judged as it goes: the device's thousands of blocks
+ * outlast the cpu PU's first two, as in test_judged_devices), models read and written in
+ * `dir`; keep: keep_weak_devices. */
 static void run_spec_with_models(const char *spec, double cpu_throttle, const char *dir, int keep,
-                                 hlb_exec_stats *s) {
+                                 const char *params, hlb_exec_stats *s) {
   hlb_exec_pu pus[2];
   unsigned n = 0;
   assert_int_equal(hlb_exec_parse_pus(spec, pus, 2, &n), 0);
@@ -483,7 +484,7 @@ static void run_spec_with_models(const char *spec, double cpu_throttle, const ch
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
-  o.params = "chunk=1";
+  o.params = params;
   o.models = HLB_MODELS_ON;
   o.model_dir = dir;
   o.keep_weak_devices = keep;
@@ -497,7 +498,7 @@ static void run_spec_with_models(const char *spec, double cpu_throttle, const ch
 }
 
 static void run_with_models(double cpu_throttle, const char *dir, int keep, hlb_exec_stats *s) {
-  run_spec_with_models("cpu,opencl:0", cpu_throttle, dir, keep, s);
+  run_spec_with_models("cpu,opencl:0", cpu_throttle, dir, keep, "chunk=1", s);
 }
 
 static void remove_dir(const char *dir) {
@@ -545,6 +546,11 @@ static void test_device_takes_cores(void **st) {
   remove_dir(dir);
 }
 
+/* Greedy's blocks for runs that are compared whole (a PU alone, or a decision made before the
+ * run): 50 items, so that a device's launches (a few ms each on a loaded machine) do not make
+ * its rate. */
+#define ALONE_CHUNKS "chunk=50"
+
 /* A stored release of the device narrowed beside the cpu PU (throttled 10x), as a run on a
  * loaded machine could leave: written straight into the model file. */
 static void store_release(const char *dir, const hlb_exec_pu *narrowed) {
@@ -569,7 +575,7 @@ static void test_device_alone_faster_takes_cores(void **st) {
   char dir[] = "/tmp/hlb-alone-XXXXXX";
   assert_non_null(mkdtemp(dir));
   hlb_exec_stats s = {0};
-  run_spec_with_models("cpu,opencl:0", 10, dir, 1, &s); /* keep: nothing decided */
+  run_spec_with_models("cpu,opencl:0", 10, dir, 1, ALONE_CHUNKS, &s); /* keep: nothing decided */
   hlb_exec_pu narrowed = s.pu[1];
   hlb_exec_stats_clear(&s);
   if (narrowed.cores == 0) { /* a GPU: nothing to give */
@@ -577,16 +583,16 @@ static void test_device_alone_faster_takes_cores(void **st) {
     return;
   }
   store_release(dir, &narrowed);
-  run_spec_with_models("opencl:0", 1, dir, 0, &s);
+  run_spec_with_models("opencl:0", 1, dir, 0, ALONE_CHUNKS, &s);
   unsigned cus = s.pu[0].cores;
   hlb_exec_stats_clear(&s);
   if (cus < 2) { /* a GPU, or one core: nothing to give */
     remove_dir(dir);
     return;
   }
-  run_spec_with_models("cpu", 10, dir, 0, &s);
+  run_spec_with_models("cpu", 10, dir, 0, ALONE_CHUNKS, &s);
   hlb_exec_stats_clear(&s);
-  run_spec_with_models("cpu,opencl:0", 10, dir, 0, &s);
+  run_spec_with_models("cpu,opencl:0", 10, dir, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "alone on"));
   assert_int_equal(s.per_pu[1].released, 0); /* its stored release overruled */
@@ -636,7 +642,7 @@ static void test_released_device_tried_alone(void **st) {
   char dir[] = "/tmp/hlb-explore-XXXXXX";
   assert_non_null(mkdtemp(dir));
   hlb_exec_stats s = {0};
-  run_spec_with_models("cpu,opencl:0", 10, dir, 1, &s); /* keep: nothing decided */
+  run_spec_with_models("cpu,opencl:0", 10, dir, 1, ALONE_CHUNKS, &s); /* keep: nothing decided */
   hlb_exec_pu host = s.pu[0], narrowed = s.pu[1];
   hlb_exec_stats_clear(&s);
   remove_dir(dir);
@@ -646,7 +652,7 @@ static void test_released_device_tried_alone(void **st) {
 
   assert_non_null(mkdtemp(weak));
   store_mixed_run(weak, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores);
-  run_spec_with_models("cpu,opencl:0", 10, weak, 0, &s);
+  run_spec_with_models("cpu,opencl:0", 10, weak, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[1].released, 1); /* 0.1x a core: not tried */
   assert_int_equal(s.per_pu[0].items, N);
   hlb_exec_stats_clear(&s);
@@ -654,7 +660,7 @@ static void test_released_device_tried_alone(void **st) {
 
   assert_non_null(mkdtemp(tried));
   store_mixed_run(tried, &narrowed, &host, 1e6 * 0.5 * narrowed.cores, 1e6 * host.cores);
-  run_spec_with_models("cpu,opencl:0", 10, tried, 0, &s);
+  run_spec_with_models("cpu,opencl:0", 10, tried, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.50x a core of cpu"));
   assert_int_equal(s.per_pu[1].released, 0);
@@ -662,7 +668,7 @@ static void test_released_device_tried_alone(void **st) {
   assert_int_equal(s.pu[1].cores, all);
   hlb_exec_stats_clear(&s);
 
-  run_spec_with_models("cpu,opencl:0", 10, tried, 0, &s);
+  run_spec_with_models("cpu,opencl:0", 10, tried, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[1].released, 1); /* not tried again */
   assert_non_null(strstr(s.per_pu[1].release_reason, "an earlier run on this host"));
   assert_int_equal(s.per_pu[0].released, 0);
@@ -670,7 +676,7 @@ static void test_released_device_tried_alone(void **st) {
   assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
   hlb_exec_stats_clear(&s);
 
-  run_spec_with_models("cpu,opencl:0", 10, tried, 0, &s);
+  run_spec_with_models("cpu,opencl:0", 10, tried, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
   assert_int_equal(s.per_pu[1].items, N);
@@ -683,14 +689,65 @@ static void test_released_device_tried_alone(void **st) {
   char slow[] = "/tmp/hlb-explore-XXXXXX";
   assert_non_null(mkdtemp(slow));
   store_mixed_run(slow, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores);
-  run_spec_with_models("cpu,opencl:0", 10, slow, 0, &s);
+  run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
   assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
   hlb_exec_stats_clear(&s);
-  run_spec_with_models("cpu,opencl:0", 10, slow, 0, &s);
+  run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
   assert_non_null(strstr(s.per_pu[0].release_reason, "against at most"));
   assert_int_equal(s.per_pu[1].items, N);
   hlb_exec_stats_clear(&s);
   remove_dir(slow);
+}
+
+/* The cpu PU's blocks granted after a device released mid-run gave it its core ran on one more
+ * core: they are stored under the key of the cores it ended with, the blocks before under the
+ * key of those it started with (read back from the model file). */
+static void test_samples_after_release_keyed_by_cores(void **st) {
+  (void)st;
+  char dir[] = "/tmp/hlb-keys-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_exec_pu pus[2];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
+  pus[1].throttle = 1000; /* its first block of one item: 50 ms and more, released after it */
+  pus[0].throttle = 4;    /* 40 cpu blocks of 20 ms and more: most come after the release */
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  hlb_codelet cl = codelet();
+  cl.name = "heavy-keys";
+  cl.cpu = cpu_heavy;
+  cl.opencl_kernel = "heavy";
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "greedy";
+  o.params = "chunk=100"; /* 40 cpu blocks: fewer than the 64 kept per key */
+  o.models = HLB_MODELS_ON;
+  o.model_dir = dir;
+  hlb_exec_stats s = {0};
+  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+  check();
+  hlb_executor_destroy(ex);
+  if (s.pu[1].cores == 0) { /* a GPU: it holds no core */
+    hlb_exec_stats_clear(&s);
+    remove_dir(dir);
+    return;
+  }
+  assert_int_equal(s.per_pu[1].released, 1);
+  unsigned given = s.per_pu[0].cores_given;
+  assert_true(given > 0);
+  char codelet_key[256], before[320], after[320];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  hlb__model_pu_key(&s.pu[0], s.pu[0].cores, before, sizeof before);
+  hlb__model_pu_key(&s.pu[0], s.pu[0].cores + given, after, sizeof after);
+  hlb__model_set set = {0};
+  assert_int_equal(hlb__model_read(dir, codelet_key, &set), 0);
+  const hlb__stored_pu *b = hlb__model_find(&set, before), *a = hlb__model_find(&set, after);
+  assert_non_null(a);
+  assert_true(a->n > 0);
+  assert_int_equal((b ? b->n : 0) + a->n, s.per_pu[0].blocks);
+  hlb__model_set_free(&set);
+  hlb_exec_stats_clear(&s);
+  remove_dir(dir);
 }
 
 int main(void) {
@@ -708,6 +765,7 @@ int main(void) {
       cmocka_unit_test(test_device_takes_cores),
       cmocka_unit_test(test_device_alone_faster_takes_cores),
       cmocka_unit_test(test_released_device_tried_alone),
+      cmocka_unit_test(test_samples_after_release_keyed_by_cores),
       cmocka_unit_test(test_session_keeps_kernel),
       cmocka_unit_test(test_session_changed_source),
       cmocka_unit_test(test_session_bad_source_later),
