@@ -268,7 +268,6 @@ static int judges_devices(const run_ctx *r) {
   return !r->opt.keep_weak_devices && cpu >= 0 && r->ex->ops[cpu]->set_cores && r->prepared[cpu];
 }
 
-/* The cpu PU's items per second per core on items like the device's (exec/judge.h). */
 /* Keep PU p's finished block (its sample s) among its newest (run_ctx.recent). */
 static void remember_block_locked(run_ctx *r, unsigned p, unsigned bpu, const hlb_sample *s) {
   r->recent[p][r->n_recent[p]++ % HLB__JUDGE_RECENT] = (hlb_decision){
@@ -308,6 +307,7 @@ static size_t judge_window(const run_ctx *r, int cpu, unsigned dev, int with_in_
   return n;
 }
 
+/* The cpu PU's items per second per core on items like the device's (exec/judge.h). */
 static double cpu_rate_near(const run_ctx *r, int cpu, unsigned dev, int with_in_flight) {
   hlb_decision window[HLB__JUDGE_WINDOW];
   size_t n = judge_window(r, cpu, dev, with_in_flight, window);
@@ -474,12 +474,13 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
              cores = cpu_cores_now(r, cpu) + (ex->released[i] ? 0 : before);
     char alone[200];
     const char *why = hlb__exec_models_takes_cores(ex, m, i);
-    int whole = !why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone);
-    int explore = !whole && !why && ex->released[i] &&
-                  explore_device(r, m, cpu, i, cores, alone, sizeof alone);
-    if (whole || explore) why = alone;
-    whole = whole || explore;
-    if (!why || (ex->released[i] && !whole)) continue;
+    int explore = 0;
+    if (!why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone))
+      why = alone;
+    else if (!why && ex->released[i])
+      why = (explore = explore_device(r, m, cpu, i, cores, alone, sizeof alone)) ? alone : NULL;
+    /* A stored takeover does not overrule a stored release; the runs alone, or a try, do. */
+    if (!why || (ex->released[i] && why != alone)) continue;
     if (hlb__session_reopen(ex, i, cores) != 0) {
       /* The device as it was (released or not), the cpu PU kept: the run goes on as if nothing
        * was stored. */
