@@ -87,6 +87,25 @@ typedef struct hlb_starpu_options {
 /* Policy from the environment, every capable worker, no throttle, hlb places, log kept. */
 HLB_EXTERN void hlb_starpu_options_default(hlb_starpu_options *o);
 
+/* Models kept across processes, in hlb's model files (docs/models.md: one file per host and
+ * codelet under the model directory `dir`; NULL: $HLB_MODEL_DIR, $XDG_CACHE_HOME/hlb or
+ * ~/.cache/hlb), as StarPU keeps its performance models per machine. Each worker has its own
+ * entry, "starpu cpu:0|CPU 0|cores=1" (plus "|throttle=F" for a worker o->throttle slows;
+ * o may be NULL), beside the executor's PUs for the same codelet.
+ *
+ * load: add the samples stored for codelet `cl` to m, older than those m holds, so the next
+ * run through m starts from them (its stats say models_from HLB_MODELS_STORED). A missing file
+ * adds nothing; a file that cannot be trusted (corrupt, another version, another host) is
+ * ignored with one warning on stderr naming it. save: add the samples runs added to m since
+ * it was created, loaded or saved (a worker whose run found its stored samples wrong replaces
+ * its entry), merged under the directory's lock. Both return 0, HLB_EINVAL (no model
+ * directory: no HOME), HLB_ENOMEM, or (save) HLB_EIO naming the path it could not write. Call
+ * them after starpu_init and between runs. */
+HLB_EXTERN int hlb_starpu_memory_load(hlb_starpu_memory *m, const hlb_codelet *cl,
+                                      const hlb_starpu_options *o, const char *dir);
+HLB_EXTERN int hlb_starpu_memory_save(hlb_starpu_memory *m, const hlb_codelet *cl,
+                                      const hlb_starpu_options *o, const char *dir);
+
 typedef struct hlb_starpu_stats {
   /* One PU per worker that took part, named "cpu:K" or "opencl:K" (K counts the workers of
    * that kind, in StarPU's worker order), with the same per-PU figures, models and log as

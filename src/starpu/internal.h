@@ -73,5 +73,9 @@ void hlb__sp_memory_priors(const hlb_starpu_memory *m, const int *ids, unsigned 
 const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items);
 int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *ids, unsigned n_pus,
                         size_t n_items, int *forgot);
+/* 1 when a run of these workers starts from samples read from a model file
+ * (hlb_starpu_memory_load), and the file's path ("" when none was read or written). */
+int hlb__sp_memory_from_file(const hlb_starpu_memory *m, const int *ids, unsigned n_pus);
+const char *hlb__sp_memory_file(const hlb_starpu_memory *m);
 
 #endif

@@ -2,10 +2,12 @@
  * Each worker's newest finished blocks become the balancer's priors, as hlb's executor keeps
  * a codelet's samples between its runs (src/exec/models.c); the item cost density of the last
  * run is given to the next run over as many items. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error_internal.h"
+#include "exec/model_store.h"
 #include "hlb/policy.h"
 #include "internal.h"
 
@@ -16,6 +18,12 @@
 struct hlb_starpu_memory {
   hlb_sample *s[STARPU_NMAXWORKERS];
   size_t n[STARPU_NMAXWORKERS];
+  /* Of each worker's samples, how many came from the model file (the oldest ones) and how
+   * many runs added since it was read or saved (the newest ones), and whether a run forgot
+   * the old ones (then the file's entry is replaced, not added to). */
+  size_t stored[STARPU_NMAXWORKERS], fresh[STARPU_NMAXWORKERS];
+  int replace[STARPU_NMAXWORKERS];
+  char file[1024]; /* the model file read, "" when none */
   double item_cost[HLB_ITEM_COST_SLICES];
   size_t item_cost_items; /* 0: none learnt */
 };
@@ -48,7 +56,10 @@ const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_item
 /* Append the newest samples of one worker, keeping MEMORY_KEEP; `replace` drops the old. */
 static int append(hlb_starpu_memory *m, int id, const hlb_sample *s, size_t n, int replace) {
   size_t old = replace ? 0 : m->n[id], total = old + n;
-  size_t keep = total < MEMORY_KEEP ? total : MEMORY_KEEP;
+  size_t keep = total < MEMORY_KEEP ? total : MEMORY_KEEP, dropped = total - keep;
+  if (replace) m->stored[id] = m->fresh[id] = 0;
+  m->stored[id] = m->stored[id] > dropped ? m->stored[id] - dropped : 0;
+  m->fresh[id] = m->fresh[id] + n < keep ? m->fresh[id] + n : keep;
   hlb_sample *all = malloc((total ? total : 1) * sizeof *all);
   if (!all) return hlb__error(HLB_ENOMEM, "hlb_starpu_memory: out of memory");
   if (old) memcpy(all, m->s[id], old * sizeof *all);
@@ -80,6 +91,7 @@ int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *
     /* The policy forgot the priors (its first blocks contradicted them): so does the memory. */
     size_t primed = hlb_balancer_primed(b, p);
     forgot[p] = primed > 0 && hlb_model_samples(hlb_balancer_model(b, p)) < primed;
+    if (forgot[p]) m->replace[ids[p]] = 1;
     rc = append(m, ids[p], s, n, forgot[p]);
   }
   free(s);
@@ -93,4 +105,99 @@ int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *
     }
   }
   return rc;
+}
+
+int hlb__sp_memory_from_file(const hlb_starpu_memory *m, const int *ids, unsigned n_pus) {
+  for (unsigned p = 0; p < n_pus; p++)
+    if (m->stored[ids[p]]) return 1;
+  return 0;
+}
+
+const char *hlb__sp_memory_file(const hlb_starpu_memory *m) {
+  return m->file;
+}
+
+/* ---- models kept across processes (the executor's model files, docs/models.md) ---------- */
+
+/* A worker's key in the model file: "starpu cpu:0|CPU 0|cores=1[|throttle=F]". The worker's
+ * name and StarPU's description of it, since StarPU numbers and binds its workers the same way
+ * from run to run; "starpu " keeps the entries apart from the executor's PUs in the same file
+ * (the codelet and its data sizes make the file). The throttle is the emulated one: a worker
+ * slowed 4x is another PU. */
+static void worker_key(int id, const hlb_starpu_options *o, char *out, size_t cap) {
+  hlb_exec_pu pu = {.cores = 1};
+  char name[32];
+  snprintf(pu.name, sizeof pu.name, "starpu %s", hlb_starpu_worker_name(id, name, sizeof name));
+  starpu_worker_get_name(id, pu.device_name, sizeof pu.device_name);
+  pu.throttle = o && o->throttle[id] > 1 ? o->throttle[id] : 0.0;
+  hlb__model_pu_key(&pu, 1, out, cap);
+}
+
+static int is_balanced_worker(int id) {
+  char name[32];
+  return hlb_starpu_worker_name(id, name, sizeof name)[0] != 0;
+}
+
+int hlb_starpu_memory_load(hlb_starpu_memory *m, const hlb_codelet *cl, const hlb_starpu_options *o,
+                           const char *dir) {
+  if (!m || !cl)
+    return hlb__error(HLB_EINVAL, "hlb_starpu_memory_load: memory and codelet must not be NULL");
+  char path[1024], key[160], wkey[320];
+  int rc = hlb__model_dir(dir, path, sizeof path);
+  if (rc) return rc;
+  hlb__model_codelet_key(cl, key, sizeof key);
+  hlb__model_set set = {0};
+  if ((rc = hlb__model_read(path, key, &set))) return rc;
+  unsigned workers = starpu_worker_get_count();
+  for (unsigned id = 0; id < workers && id < STARPU_NMAXWORKERS && !rc; id++) {
+    if (!is_balanced_worker((int)id)) continue;
+    worker_key((int)id, o, wkey, sizeof wkey);
+    const hlb__stored_pu *e = hlb__model_find(&set, wkey);
+    if (!e || !e->n) continue;
+    /* The file's samples are older than any this memory holds: they go first. */
+    size_t had = m->n[id];
+    hlb_sample *mine = had ? malloc(had * sizeof *mine) : NULL;
+    if (had && !mine) {
+      rc = hlb__error(HLB_ENOMEM, "hlb_starpu_memory_load: out of memory");
+      break;
+    }
+    if (had) memcpy(mine, m->s[id], had * sizeof *mine);
+    size_t fresh = m->fresh[id];
+    rc = append(m, (int)id, e->s, e->n, 1);
+    if (!rc) rc = append(m, (int)id, mine, had, 0);
+    free(mine);
+    m->fresh[id] = fresh < m->n[id] ? fresh : m->n[id];
+    m->stored[id] = m->n[id] - m->fresh[id];
+  }
+  hlb__model_set_free(&set);
+  if (!rc) hlb__model_path(path, key, m->file, sizeof m->file);
+  return rc;
+}
+
+int hlb_starpu_memory_save(hlb_starpu_memory *m, const hlb_codelet *cl, const hlb_starpu_options *o,
+                           const char *dir) {
+  if (!m || !cl)
+    return hlb__error(HLB_EINVAL, "hlb_starpu_memory_save: memory and codelet must not be NULL");
+  char path[1024], key[160], wkey[320];
+  int rc = hlb__model_dir(dir, path, sizeof path);
+  if (rc) return rc;
+  hlb__model_codelet_key(cl, key, sizeof key);
+  hlb__model_set add = {0};
+  for (unsigned id = 0; id < STARPU_NMAXWORKERS && !rc; id++) {
+    if (!m->fresh[id] && !m->replace[id]) continue;
+    worker_key((int)id, o, wkey, sizeof wkey);
+    rc = hlb__model_append(&add, wkey, m->s[id] + (m->n[id] - m->fresh[id]), m->fresh[id]);
+    if (!rc) ((hlb__stored_pu *)hlb__model_find(&add, wkey))->replace = m->replace[id];
+  }
+  if (!rc && add.n_pu) rc = hlb__model_write(path, key, cl->name, &add);
+  hlb__model_set_free(&add);
+  if (rc) return rc;
+  /* Saved: they are the file's now, and a later save adds only what runs add after this. */
+  for (unsigned id = 0; id < STARPU_NMAXWORKERS; id++) {
+    m->stored[id] = m->n[id];
+    m->fresh[id] = 0;
+    m->replace[id] = 0;
+  }
+  if (!m->file[0]) hlb__model_path(path, key, m->file, sizeof m->file);
+  return 0;
 }

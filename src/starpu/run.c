@@ -69,6 +69,7 @@ typedef struct run {
   const hlb_sample *prior[STARPU_NMAXWORKERS];
   size_t n_prior[STARPU_NMAXWORKERS];
   int forgot[STARPU_NMAXWORKERS];
+  int from_file; /* the priors include samples read from a model file */
 } run;
 
 void hlb_starpu_options_default(hlb_starpu_options *o) {
@@ -484,6 +485,7 @@ static int make_balancer(run *r) {
                              .learn_item_cost = mem != NULL};
   if (mem) {
     hlb__sp_memory_priors(mem, r->ids, r->n_pus, r->prior, r->n_prior);
+    r->from_file = hlb__sp_memory_from_file(mem, r->ids, r->n_pus);
     cfg.prior = r->prior;
     cfg.n_prior = r->n_prior;
     cfg.item_cost = hlb__sp_memory_item_cost(mem, r->n_items);
@@ -561,8 +563,11 @@ static int fill_stats(run *r, hlb_starpu_stats *out) {
     for (unsigned p = 0; p < r->n_pus; p++) {
       s->per_pu[p].prior_samples = hlb_balancer_primed(r->b, p);
       s->per_pu[p].priors_forgotten = r->forgot[p];
-      if (s->per_pu[p].prior_samples) s->models_from = HLB_MODELS_PREVIOUS_RUN;
+      if (s->per_pu[p].prior_samples)
+        s->models_from = r->from_file ? HLB_MODELS_STORED : HLB_MODELS_PREVIOUS_RUN;
     }
+    if (r->o->memory)
+      snprintf(s->model_file, sizeof s->model_file, "%s", hlb__sp_memory_file(r->o->memory));
   }
   copy_log(r, s);
   out->blocks = r->blocks;

@@ -79,6 +79,26 @@ expect_rc 0 "$HLB" run spmv --size 5000 --runtime starpu --policy plb-hec
 has 'result: verified against the reference' "$D/out"
 has 'blocks placed by hlb' "$D/out"
 
+# Models kept across runs, as under hlb's executor (docs/starpu.md): the first run trains and
+# writes each worker's blocks to the model directory, the next starts from them ("models":
+# "stored", prior samples > 0); --models off reads and writes nothing; --models read does
+# not write. (CTest runs with HLB_MODELS=off; the flags here say what each run does.)
+M="$D/models"
+expect_rc 0 "$HLB" run matmul --size 96 --runtime starpu --models on --model-dir "$M" --json
+json_ok 'd["models"] == "trained" and d["verified"]'
+ls "$M"/*/matmul-*.json >/dev/null 2>&1 || fail "no model file under $M after a run with --models on"
+expect_rc 0 "$HLB" run matmul --size 96 --runtime starpu --models on --model-dir "$M" --json
+json_ok 'd["models"] == "stored" and all(p["prior_samples"] > 0 for p in d["pus"])'
+sum_before=$(cksum "$M"/*/matmul-*.json)
+expect_rc 0 "$HLB" run matmul --size 96 --runtime starpu --models read --model-dir "$M" --json
+json_ok 'd["models"] == "stored"'
+[ "$(cksum "$M"/*/matmul-*.json)" = "$sum_before" ] || fail "--models read wrote the model file"
+expect_rc 0 "$HLB" run matmul --size 96 --runtime starpu --models off --model-dir "$D/none" --json
+json_ok 'd["models"] == "trained"'
+[ ! -e "$D/none" ] || fail "--models off wrote $D/none"
+expect_rc 0 "$HLB" run matmul --size 96 --runtime starpu --models on --model-dir "$M"
+has 'models: started from stored samples' "$D/out"
+
 # Usage errors name what is wrong.
 expect_rc 2 "$HLB" run matmul --runtime nothing
 has "expected exec or starpu, got 'nothing'" "$D/err"

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <cJSON.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <unistd.h>
 
 #include "hlb/error.h"
 #include "hlb/starpu.h"
@@ -380,6 +383,141 @@ static void passes_learn_and_see_changes(void **state) {
   free(out);
 }
 
+/* The samples stored for PU `key` in the one model file under dir/HOST/ (-1: no file). */
+static int stored_samples(const char *dir, const char *key) {
+  char path[1024], host[512] = "";
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') snprintf(host, sizeof host, "%s/%s", dir, e->d_name);
+  closedir(d);
+  if (!host[0] || !(d = opendir(host))) return -1;
+  path[0] = 0;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, "test_scale")) snprintf(path, sizeof path, "%s/%s", host, e->d_name);
+  closedir(d);
+  FILE *f = path[0] ? fopen(path, "r") : NULL;
+  if (!f) return -1;
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  cJSON *root = cJSON_Parse(text), *pu;
+  int found = 0;
+  cJSON_ArrayForEach(pu, cJSON_GetObjectItem(root, "pus")) {
+    const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(pu, "pu"));
+    if (k && !strcmp(k, key)) found = cJSON_GetArraySize(cJSON_GetObjectItem(pu, "samples"));
+  }
+  cJSON_Delete(root);
+  return found;
+}
+
+/* A model file keeps the newest 64 samples of each PU (docs/models.md). */
+#define FILE_KEEP 64
+
+static int kept(size_t n) {
+  return n < FILE_KEEP ? (int)n : FILE_KEEP;
+}
+
+/* One run of the scale codelet through a memory read from and saved to model files in dir;
+ * returns its stats' models_from and the blocks of worker `id`'s PU, and whether that PU's
+ * first blocks contradicted the stored samples (then they are replaced, not added to). */
+static int run_from_files(const char *dir, hlb_starpu_options *o, size_t *blocks, int id,
+                          int *forgot) {
+  static double in[N], out[N], scale = 3;
+  for (size_t i = 0; i < N; i++)
+    in[i] = (double)i;
+  hlb_codelet cl = {.name = "test_scale",
+                    .in_bytes_per_item = sizeof(double),
+                    .out_bytes_per_item = sizeof(double),
+                    .in = in,
+                    .out = out,
+                    .shared = {{&scale, sizeof scale}},
+                    .n_shared = 1,
+                    .cpu = scale_kernel};
+  hlb_starpu_memory *mem = NULL;
+  assert_int_equal(hlb_starpu_memory_create(&mem), 0);
+  assert_int_equal(hlb_starpu_memory_load(mem, &cl, o, dir), 0);
+  o->memory = mem;
+  hlb_starpu_stats st = {0};
+  assert_int_equal(hlb_starpu_run_codelet(&cl, N, o, &st), 0);
+  assert_int_equal(items_of(&st), N);
+  for (size_t i = 0; i < N; i++)
+    if (out[i] != in[i] * scale) fail_msg("out[%zu] = %g, expected %g", i, out[i], in[i] * scale);
+  *blocks = 0;
+  *forgot = 0;
+  for (unsigned q = 0; q < st.exec.n_pus; q++)
+    if (st.workerid[q] == id) {
+      *blocks = st.exec.per_pu[q].blocks;
+      *forgot = st.exec.per_pu[q].priors_forgotten;
+    }
+  int from = st.exec.models_from;
+  if (from == HLB_MODELS_STORED) assert_non_null(strstr(st.exec.model_file, dir));
+  hlb_starpu_stats_clear(&st);
+  assert_int_equal(hlb_starpu_memory_save(mem, &cl, o, dir), 0);
+  /* Saved once: a second save adds nothing more. */
+  assert_int_equal(hlb_starpu_memory_save(mem, &cl, o, dir), 0);
+  hlb_starpu_memory_destroy(mem);
+  o->memory = NULL;
+  return from;
+}
+
+/* hlb_starpu_memory_load/save: a later process's run starts from the model files, each
+ * worker under its own key (a throttled worker under another), and what a run adds is
+ * written once; a corrupt file is ignored. */
+static void memory_kept_in_model_files(void **state) {
+  (void)state;
+  char dir[] = "/tmp/hlb_starpu_models_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.policy = "hlb";
+  char key0[160], key1[160], name[32];
+  snprintf(key0, sizeof key0, "starpu %s|", hlb_starpu_worker_name(0, name, sizeof name));
+  size_t blocks0 = 0, blocks1 = 0;
+  int forgot = 0;
+  assert_int_equal(stored_samples(dir, "none"), -1);
+  assert_int_equal(run_from_files(dir, &o, &blocks0, 0, &forgot), HLB_MODELS_TRAINED);
+  /* The worker's key: its name, StarPU's name of it, one core. */
+  char wname[64];
+  starpu_worker_get_name(0, wname, sizeof wname);
+  snprintf(key0 + strlen(key0), sizeof key0 - strlen(key0), "%s|cores=1", wname);
+  int first = stored_samples(dir, key0);
+  if (first != kept(blocks0))
+    fail_msg("%s: %d samples stored, the run did %zu blocks", key0, first, blocks0);
+  assert_int_equal(run_from_files(dir, &o, &blocks0, 0, &forgot), HLB_MODELS_STORED);
+  int second = stored_samples(dir, key0), expect = kept((forgot ? 0 : (size_t)first) + blocks0);
+  if (second != expect)
+    fail_msg("%s: %d samples after the second run (%zu blocks, priors %s), expected %d", key0,
+             second, blocks0, forgot ? "forgotten" : "kept", expect);
+  /* Worker 1 throttled 4x is another PU: it starts from nothing and is stored apart. */
+  if (starpu_worker_get_count_by_type(STARPU_CPU_WORKER) >= 2) {
+    o.throttle[1] = 4;
+    char wname1[64];
+    starpu_worker_get_name(1, wname1, sizeof wname1);
+    snprintf(key1, sizeof key1, "starpu %s|%s|cores=1|throttle=4",
+             hlb_starpu_worker_name(1, name, sizeof name), wname1);
+    assert_int_equal(run_from_files(dir, &o, &blocks1, 1, &forgot), HLB_MODELS_STORED);
+    assert_int_equal(stored_samples(dir, key1), kept(blocks1));
+    o.throttle[1] = 0;
+  }
+  /* A corrupt file: ignored (one warning), the run trains, and its samples replace it. */
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "for f in %s/*/test_scale*.json; do echo '{not json' > \"$f\"; done",
+           dir);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(run_from_files(dir, &o, &blocks0, 0, &forgot), HLB_MODELS_TRAINED);
+  assert_int_equal(stored_samples(dir, key0), kept(blocks0));
+  hlb_starpu_memory *mem = NULL;
+  assert_int_equal(hlb_starpu_memory_create(&mem), 0);
+  assert_int_equal(hlb_starpu_memory_load(mem, NULL, &o, dir), HLB_EINVAL);
+  assert_int_equal(hlb_starpu_memory_save(NULL, NULL, &o, dir), HLB_EINVAL);
+  hlb_starpu_memory_destroy(mem);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   if (starpu_init(NULL) != 0) {
     fprintf(stderr, "skipped: starpu_init found no worker\n");
@@ -397,6 +535,7 @@ int main(void) {
       cmocka_unit_test(throttled_worker),
       cmocka_unit_test(errors_name_the_value),
       cmocka_unit_test(passes_learn_and_see_changes),
+      cmocka_unit_test(memory_kept_in_model_files),
       cmocka_unit_test(cpu_workers_grant_their_own_blocks),
       cmocka_unit_test(refusing_worker_is_retired),
       cmocka_unit_test(kernel_errors_retire_the_worker),

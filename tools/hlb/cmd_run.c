@@ -821,7 +821,9 @@ static int starpu_runs(const run_args *a, hlb_app *app) {
                         .policy = a->policy_arg,
                         .params = a->params_arg,
                         .throttle = a->throttle,
-                        .n_throttle = a->n_throttle};
+                        .n_throttle = a->n_throttle,
+                        .models = a->models,
+                        .model_dir = a->model_dir};
   if (!a->json) print_starpu_header(a, app);
   outcome r;
   memset(&r, 0, sizeof r);

@@ -80,14 +80,42 @@ typedef struct pass_ctx {
   hlb_starpu_passes *p;
   const hlb_codelet *cl;
   hlb__cli_starpu_result *res;
+  const hlb__cli_starpu *a;
+  hlb_starpu_memory *memory; /* the passes' memory, read from and saved to the model files */
+  char model_error[512];     /* why the model files could not be used; "" when they could */
 } pass_ctx;
+
+/* hlb places: the passes share one memory, started from the model files (--models read) as
+ * the executor's runs start from them, so a StarPU run is calibrated by the runs before it as
+ * dmda is by STARPU_CALIBRATE. A file that cannot be read does not stop the run: it says why. */
+static int open_memory(pass_ctx *c, const hlb_codelet *cl) {
+  if (c->a->sched) return 0;
+  int rc = hlb_starpu_memory_create(&c->memory);
+  if (rc) return rc;
+  c->o.memory = c->memory;
+  if ((c->a->models & HLB_MODELS_READ) &&
+      hlb_starpu_memory_load(c->memory, cl, &c->o, c->a->model_dir) != 0) {
+    snprintf(c->model_error, sizeof c->model_error, "%s", hlb_last_error());
+    hlb_clear_error();
+  }
+  return 0;
+}
+
+static void save_memory(pass_ctx *c) {
+  if (!c->memory || !c->cl || !(c->a->models & HLB_MODELS_WRITE)) return;
+  if (hlb_starpu_memory_save(c->memory, c->cl, &c->o, c->a->model_dir) != 0) {
+    snprintf(c->model_error, sizeof c->model_error, "%s", hlb_last_error());
+    hlb_clear_error();
+  }
+}
 
 static int starpu_pass(void *ctx, const hlb_codelet *cl, size_t n_items, unsigned changed,
                        hlb_exec_stats *st) {
   pass_ctx *c = ctx;
   int rc = 0;
   if (!c->p) {
-    rc = hlb_starpu_passes_open(cl, n_items, &c->o, &c->p);
+    rc = open_memory(c, cl);
+    if (!rc) rc = hlb_starpu_passes_open(cl, n_items, &c->o, &c->p);
     c->cl = cl;
   } else if (cl != c->cl) {
     rc = hlb__error(HLB_ESTATE,
@@ -111,7 +139,7 @@ static int starpu_pass(void *ctx, const hlb_codelet *cl, size_t n_items, unsigne
 
 int hlb__cli_starpu_run(hlb_app *app, const hlb__cli_starpu *a, hlb_exec_stats *stats,
                         hlb__cli_starpu_result *res) {
-  pass_ctx c = {.res = res};
+  pass_ctx c = {.res = res, .a = a};
   hlb_starpu_options_default(&c.o);
   c.o.policy = a->policy;
   c.o.params = a->params;
@@ -122,5 +150,9 @@ int hlb__cli_starpu_run(hlb_app *app, const hlb__cli_starpu *a, hlb_exec_stats *
   if (rc) return rc;
   rc = hlb_app_run_passes(app, starpu_pass, &c, stats);
   hlb_starpu_passes_close(c.p);
+  if (!rc) save_memory(&c);
+  if (stats && c.model_error[0])
+    snprintf(stats->model_error, sizeof stats->model_error, "%s", c.model_error);
+  hlb_starpu_memory_destroy(c.memory);
   return rc;
 }

@@ -14,6 +14,8 @@ typedef struct hlb__cli_starpu {
   const char *policy, *params;
   const char **throttle; /* "cpu:1=4" entries */
   unsigned n_throttle;
+  int models;            /* hlb_models_mode (--models): hlb places; read/write the model files */
+  const char *model_dir; /* --model-dir; NULL: the default directory */
 } hlb__cli_starpu;
 
 /* What a run gave beyond the executor's stats. */
