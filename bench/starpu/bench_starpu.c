@@ -5,8 +5,10 @@
  *
  * Methods, each a fresh StarPU (starpu_init with that scheduler) or executor per run:
  *   hlb-starpu  libhlb_starpu, policy hlb: hlb sizes the blocks and pins them to workers
- *   hlb-starpu-cal  the same, calibrated as dmda is: an hlb_starpu_memory filled by three runs
- *               (not counted) and kept across the row's runs (priors and item costs)
+ *   hlb-starpu-cal  the same, calibrated as dmda is, the way `hlb run --runtime starpu` is by
+ *               default: each run reads the model files the runs before it wrote
+ *               (hlb_starpu_memory_load) and adds its own (hlb_starpu_memory_save), in a
+ *               model directory of the row's own, after three runs that are not counted
  *   dmda, eager, ws   StarPU's scheduler places 8 equal blocks per worker; dmda's history
  *               perfmodel is calibrated first (STARPU_CALIBRATE=1 runs, not counted)
  *   hlb-sched   the same equal blocks as independent tasks placed by hlb's StarPU scheduler
@@ -35,9 +37,9 @@ enum { M_HLB_STARPU, M_HLB_MEM, M_DMDA, M_EAGER, M_WS, M_SCHED, M_EXEC, M_COUNT 
 static const char *method_name[M_COUNT] = {"hlb-starpu", "hlb-starpu-cal", "dmda",    "eager",
                                            "ws",         "hlb-sched",      "hlb-exec"};
 static const char *sched_of[M_COUNT] = {"eager", "eager", "dmda", "eager", "ws", "hlb", NULL};
-/* hlb-starpu-cal's memory (hlb_starpu_memory): made for each row, filled by its calibration
- * runs, then kept from run to run as dmda's history model is. */
-static hlb_starpu_memory *row_memory;
+/* hlb-starpu-cal's model directory: made for each row, filled by its calibration runs, then
+ * read and added to by each run, as dmda's history model is. */
+static char row_dir[64];
 
 typedef struct cfg {
   unsigned reps, workers;
@@ -69,15 +71,24 @@ static void start_starpu(const char *sched, unsigned workers, int calibrate) {
   }
 }
 
-/* The app's passes through StarPU: one hlb_starpu_passes over them. */
+/* The app's passes through StarPU: one hlb_starpu_passes over them; with a model directory,
+ * their memory starts from its files (the codelet is known at the first pass). */
 typedef struct pass_ctx {
-  const hlb_starpu_options *o;
+  hlb_starpu_options *o;
   hlb_starpu_passes *p;
+  const char *model_dir;
+  const hlb_codelet *cl;
 } pass_ctx;
 
 static int starpu_pass(void *ctx, const hlb_codelet *cl, size_t n, unsigned changed,
                        hlb_exec_stats *st) {
   pass_ctx *c = ctx;
+  if (!c->p && c->model_dir) {
+    c->cl = cl;
+    if (hlb_starpu_memory_create(&c->o->memory) ||
+        hlb_starpu_memory_load(c->o->memory, cl, c->o, c->model_dir))
+      return -1;
+  }
   if (!c->p && hlb_starpu_passes_open(cl, n, c->o, &c->p)) return -1;
   hlb_starpu_stats s = {0};
   int rc = hlb_starpu_passes_run(c->p, changed, &s);
@@ -97,12 +108,13 @@ static double run_starpu(const char *app, size_t size, int m, const cfg *c, int 
   hlb_starpu_options_default(&o);
   o.policy = "hlb";
   o.scheduler_places = m != M_HLB_STARPU && m != M_HLB_MEM;
-  if (m == M_HLB_MEM) o.memory = row_memory;
   if (c->throttle > 1) o.throttle[c->workers - 1] = c->throttle; /* the last cpu worker */
   hlb_exec_stats st = {0};
-  pass_ctx pc = {.o = &o};
+  pass_ctx pc = {.o = &o, .model_dir = m == M_HLB_MEM ? row_dir : NULL};
   int rc = hlb_app_run_passes(a, starpu_pass, &pc, &st);
   hlb_starpu_passes_close(pc.p);
+  if (!rc && o.memory && hlb_starpu_memory_save(o.memory, pc.cl, &o, row_dir)) die("saving");
+  hlb_starpu_memory_destroy(o.memory);
   starpu_shutdown();
   if (rc) die(method_name[m]);
   if (hlb_app_verify(a)) die(method_name[m]);
@@ -163,12 +175,22 @@ static size_t size_of(const char *app, const cfg *c) {
   return c->quick ? i->test_size : i->default_size;
 }
 
+/* The model directory of the last row, and what its runs wrote. */
+static void remove_row_dir(void) {
+  if (!row_dir[0]) return;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", row_dir);
+  if (system(cmd) != 0) fprintf(stderr, "bench_starpu: could not remove %s\n", row_dir);
+  row_dir[0] = 0;
+}
+
 /* dmda's perfmodel must know the block size before its runs count; so must hlb's scheduler's
  * models, which start from nothing for each row. */
 static void calibrate(const char *app, size_t size, const cfg *c) {
   hlb_starpu_sched_forget();
-  hlb_starpu_memory_destroy(row_memory);
-  if (hlb_starpu_memory_create(&row_memory)) die("hlb_starpu_memory_create");
+  remove_row_dir();
+  snprintf(row_dir, sizeof row_dir, "/tmp/hlb_bench_starpu_XXXXXX");
+  if (!mkdtemp(row_dir)) die("mkdtemp");
   for (int k = 0; k < (c->quick ? 1 : 3); k++) {
     run_starpu(app, size, M_DMDA, c, 1);
     run_starpu(app, size, M_SCHED, c, 0);
@@ -308,7 +330,7 @@ int main(int argc, char **argv) {
     free(list);
   }
   free(apps);
-  hlb_starpu_memory_destroy(row_memory);
+  remove_row_dir();
   bench_block_cost(&c);
   return 0;
 }
