@@ -185,18 +185,21 @@ typedef struct dx {
   int hook_over;
   /* Models kept across runs (dexec_models.c); rank 0 only but the mode, model_dir of every
    * rank's options. Per global PU: its stored samples (HLB__MODEL_KEEP slots each); per
-   * balancer PU: a pointer into them and their count, the balancer's priors. */
+   * balancer PU: a pointer into them and their count, the balancer's priors. `kept`: per
+   * global PU, the newest finished blocks of the run's balancers so far, to be stored. */
   hlb_sample *prior;
   const hlb_sample **prior_of_b;
   size_t *n_prior_of_b;
+  struct dx_pu_samples *kept;
   int models_from;       /* hlb_models_from */
   char model_file[1024]; /* rank 0's file */
   char model_error[512]; /* why rank 0 could not read or store them */
 } dx;
 
 /* Setup, collective over comm: arguments checked and agreed, PUs laid out, devices opened,
- * shared buffers broadcast from comm's rank 0, kernels prepared, and on rank 0 the PUs indexed
- * for a balancer and, with make_balancer, the balancer over [0, n_items) created. Every rank
+ * shared buffers broadcast from comm's rank 0, kernels prepared, the stored models read
+ * (hlb__dx_models_begin), and on rank 0 the PUs indexed for a balancer and, with make_balancer,
+ * the balancer over [0, n_items) created from them. Every rank
  * returns the same code; on success *out is the executor (free with hlb__dx_end, also on
  * error when *out is set). */
 int hlb__dx_start(MPI_Comm comm, const hlb_exec_pu *pus, unsigned n_local, const hlb_codelet *cl,
@@ -230,11 +233,17 @@ int hlb__dx_world_rank(const dx *x, int r);
 void hlb__dx_gather_pus(dx *x, const void *mine, size_t each, void *all);
 void hlb__dx_scatter_pus(dx *x, const void *all, size_t each, void *mine);
 
-/* dexec_models.c, collective (docs/models.md, "MPI runs"): before the run, every rank's stored
- * samples of its PUs to rank 0 (x->prior_of_b for the balancer, x->models_from); after it, the
- * run's finished blocks of each rank's PUs into its host's model file. Per rank 0's mode. */
+/* dexec_models.c, collective over x->comm (docs/models.md, "MPI runs"): before the run (in
+ * hlb__dx_start), every rank's stored samples of its PUs to rank 0 (x->prior_of_b for the
+ * balancer, x->models_from); after it, the run's finished blocks of each rank's PUs into its
+ * host's model file: those of every balancer given to hlb__dx_models_keep, and of x->b_old and
+ * x->b. Per rank 0's mode. */
 void hlb__dx_models_begin(dx *x);
 void hlb__dx_models_end(dx *x);
+/* Rank 0: the finished blocks of balancer b (NULL: none), which is about to go, kept for
+ * hlb__dx_models_end (the newest HLB__MODEL_KEEP per PU of all the balancers kept so far). The
+ * hierarchical mode's leaders call it for each share's balancer; nothing when not storing. */
+void hlb__dx_models_keep(dx *x, const hlb_balancer *b);
 
 /* dexec_wire.c: a message to `dest` (is_req: a request to rank 0, else a reply from it); aborts
  * the job when out of memory, since a lost message would hang a peer. */

@@ -1,13 +1,18 @@
 /* Models kept across runs in the MPI executor (docs/models.md, "MPI runs"): every host keeps
- * the samples of its own PUs in its own model file, as a threaded run does, and rank 0's
- * balancer starts from all of them.
+ * the samples of its own PUs in its own model file, as a threaded run does, and the balancer of
+ * the executor's rank 0 starts from all of them.
  *
  * Before the run each rank reads its host's file (the model directory of its own options or
  * environment; a directory shared by the hosts holds one subdirectory per host) and sends its
  * PUs' stored samples to rank 0, which gives them to the balancer as priors. After the run
- * rank 0 sends each rank the blocks its PUs finished (from the decision log), and each rank
- * adds them to its file: the files' lock and merge make ranks of one host writing at once
- * lose nothing. The mode (on, read, write, off) is rank 0's. */
+ * rank 0 sends each rank the blocks its PUs finished (from the decision logs of the run's
+ * balancers), and each rank adds them to its file: the files' lock and merge make ranks of one
+ * host writing at once lose nothing. The mode (on, read, write, off) is rank 0's.
+ *
+ * All of it is collective over the executor's communicator and its rank 0: the whole job in the
+ * flat mode; in the hierarchical mode (src/mpi/hier.c) a node's ranks and their leader, whose
+ * balancers (one per share) each give their finished blocks to hlb__dx_models_keep before they
+ * go. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +23,7 @@
 
 /* One PU's samples on the wire: a fixed record, so that the gather and scatter of every PU's
  * samples are one collective each. */
-typedef struct pu_samples {
+typedef struct dx_pu_samples {
   uint64_t n;
   double x[HLB__MODEL_KEEP], compute_s[HLB__MODEL_KEEP], transfer_s[HLB__MODEL_KEEP];
 } pu_samples;
@@ -87,22 +92,50 @@ void hlb__dx_models_begin(dx *x) {
   free(all);
 }
 
-/* Rank 0: the newest HLB__MODEL_KEEP finished blocks of every global PU, from the log. */
-static void run_samples(dx *x, pu_samples *all) {
+/* A finished block of the log that a model file can take. */
+static int keepable(const dx *x, const hlb_decision *e) {
+  hlb_sample s = {
+      .block = {.count = e->count}, .compute_s = e->compute_s, .transfer_s = e->transfer_s};
+  return e->outcome == HLB_OUTCOME_DONE && e->pu < x->nb && hlb_sample_valid(&s);
+}
+
+void hlb__dx_models_keep(dx *x, const hlb_balancer *b) {
+  if (x->rank != 0 || !(x->opt.models & HLB_MODELS_WRITE)) return;
+  if (!x->kept) x->kept = alloc_or_abort(x, x->n_global, sizeof *x->kept);
   const hlb_decision *log = NULL;
-  size_t n_log = x->b ? hlb_balancer_log(x->b, &log) : 0;
-  for (size_t k = n_log; k-- > 0;) { /* newest first, so the oldest are the ones left out */
-    const hlb_decision *e = &log[k];
-    if (e->outcome != HLB_OUTCOME_DONE || e->pu >= x->nb) continue;
-    pu_samples *p = &all[x->gof_b[e->pu]];
-    hlb_sample s = {
-        .block = {.count = e->count}, .compute_s = e->compute_s, .transfer_s = e->transfer_s};
-    if (p->n == HLB__MODEL_KEEP || !hlb_sample_valid(&s)) continue;
-    p->x[p->n] = (double)e->count;
-    p->compute_s[p->n] = e->compute_s;
-    p->transfer_s[p->n] = e->transfer_s;
-    p->n++;
+  size_t n_log = b ? hlb_balancer_log(b, &log) : 0;
+  if (!n_log) return;
+  /* Per balancer PU, how many of its blocks in this log come before its newest
+   * HLB__MODEL_KEEP (left out), and room for those at the end of its samples. */
+  size_t *skip = alloc_or_abort(x, x->nb, sizeof *skip);
+  for (size_t k = 0; k < n_log; k++)
+    if (keepable(x, &log[k])) skip[log[k].pu]++;
+  for (unsigned p = 0; p < x->nb; p++) {
+    size_t take = skip[p] < HLB__MODEL_KEEP ? skip[p] : HLB__MODEL_KEEP;
+    skip[p] -= take;
+    pu_samples *q = &x->kept[x->gof_b[p]];
+    if (q->n + take > HLB__MODEL_KEEP) { /* the oldest make room */
+      size_t drop = q->n + take - HLB__MODEL_KEEP, left = q->n - drop;
+      memmove(q->x, q->x + drop, left * sizeof *q->x);
+      memmove(q->compute_s, q->compute_s + drop, left * sizeof *q->compute_s);
+      memmove(q->transfer_s, q->transfer_s + drop, left * sizeof *q->transfer_s);
+      q->n = left;
+    }
   }
+  for (size_t k = 0; k < n_log; k++) { /* oldest first */
+    const hlb_decision *e = &log[k];
+    if (!keepable(x, e)) continue;
+    if (skip[e->pu]) {
+      skip[e->pu]--;
+      continue;
+    }
+    pu_samples *q = &x->kept[x->gof_b[e->pu]];
+    q->x[q->n] = (double)e->count;
+    q->compute_s[q->n] = e->compute_s;
+    q->transfer_s[q->n] = e->transfer_s;
+    q->n++;
+  }
+  free(skip);
 }
 
 /* This rank's PUs' samples of the run into its host's file. */
@@ -112,10 +145,10 @@ static int write_mine(dx *x, const pu_samples *mine, const char *dir, const char
   for (unsigned l = 0; l < x->n_local && rc == 0; l++) {
     const pu_samples *p = &mine[l];
     hlb_sample s[HLB__MODEL_KEEP];
-    for (uint64_t k = 0; k < p->n; k++) /* newest first on the wire: oldest first here */
-      s[k] = (hlb_sample){.block = {.count = (size_t)p->x[p->n - 1 - k]},
-                          .compute_s = p->compute_s[p->n - 1 - k],
-                          .transfer_s = p->transfer_s[p->n - 1 - k]};
+    for (uint64_t k = 0; k < p->n; k++) /* oldest first */
+      s[k] = (hlb_sample){.block = {.count = (size_t)p->x[k]},
+                          .compute_s = p->compute_s[k],
+                          .transfer_s = p->transfer_s[k]};
     char pu_key[320];
     hlb__model_pu_key(&x->loc[l].pu, x->loc[l].pu.cores, pu_key, sizeof pu_key);
     if (p->n) rc = hlb__model_append(&set, pu_key, s, p->n);
@@ -127,10 +160,13 @@ static int write_mine(dx *x, const pu_samples *mine, const char *dir, const char
 
 void hlb__dx_models_end(dx *x) {
   if (!(x->opt.models & HLB_MODELS_WRITE)) return;
-  pu_samples *all = x->rank == 0 ? alloc_or_abort(x, x->n_global, sizeof *all) : NULL;
+  /* The balancers still held: a share finishing its last blocks (hier.c), then the last one;
+   * the earlier ones gave theirs before they went. */
+  hlb__dx_models_keep(x, x->b_old);
+  hlb__dx_models_keep(x, x->b);
+  if (x->rank == 0 && !x->kept) x->kept = alloc_or_abort(x, x->n_global, sizeof *x->kept);
   pu_samples *mine = alloc_or_abort(x, x->n_local, sizeof *mine);
-  if (x->rank == 0) run_samples(x, all);
-  hlb__dx_scatter_pus(x, all, sizeof *mine, mine);
+  hlb__dx_scatter_pus(x, x->kept, sizeof *mine, mine);
   char dir[1024], key[256];
   int have_dir = where(x, dir, sizeof dir, key, sizeof key);
   if (have_dir && write_mine(x, mine, dir, key) != 0) {
@@ -144,6 +180,5 @@ void hlb__dx_models_end(dx *x) {
   }
   if (x->rank == 0 && have_dir && !x->model_file[0])
     hlb__model_path(dir, key, x->model_file, sizeof x->model_file);
-  free(all);
   free(mine);
 }

@@ -441,7 +441,9 @@ static int setup(dx *x, int make_balancer) {
   /* Without a balancer of its own (the hierarchical mode's node), a node with no usable PU
    * is a failed node, not a failed run (src/mpi/hier.c). */
   if (rc == HLB_EDEVICE && !make_balancer) rc = 0;
-  if (make_balancer) hlb__dx_models_begin(x); /* collective: every rank, whatever rc */
+  /* Collective: every rank, whatever rc. Without make_balancer (a node of the hierarchical
+   * mode) the priors wait in x->prior_of_b for its leader's first share. */
+  hlb__dx_models_begin(x);
   if (x->rank == 0 && !rc && make_balancer)
     rc = hlb__dx_new_balancer(x, x->n_items, x->prior_of_b, x->n_prior_of_b, &x->b);
   return hlb__dx_share_result(x, rc);
@@ -493,6 +495,7 @@ void hlb__dx_end(dx *x) {
   free(x->prior);
   free(x->prior_of_b);
   free(x->n_prior_of_b);
+  free(x->kept);
   pthread_cond_destroy(&x->cv);
   pthread_mutex_destroy(&x->mu);
   MPI_Comm_free(&x->comm);

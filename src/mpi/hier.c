@@ -149,10 +149,15 @@ typedef struct hx {
   int asked, none, failed, bye_sent;
   double last_beat, heard;
   hx_sends sends;
-  /* priors carried between the shares' balancers: per balancer PU, a ring of samples */
+  /* priors carried between the shares' balancers: per balancer PU, a ring of samples (at
+   * first the newest of its stored ones) */
   hlb_sample *prior;
   size_t *n_prior;
   const hlb_sample **prior_ptr;
+  /* per balancer PU, the stored samples the node's first share started from (its stats'
+   * prior_samples); `installed`: that share was installed */
+  size_t *first_primed;
+  int installed;
   double solver_s;
   mgr *m; /* world rank 0 only */
 } hx;
@@ -633,15 +638,33 @@ static void keep_priors(hx *h, const hlb_balancer *b) {
   }
 }
 
+/* The stored samples' newest HX_PRIORS of each PU as the carried priors, so that a PU that
+ * finishes no block in the first share still starts the next from them. */
+static void seed_priors(hx *h) {
+  dx *x = h->x;
+  for (unsigned p = 0; x->prior_of_b && p < x->nb; p++) {
+    size_t n = x->n_prior_of_b[p], from = n > HX_PRIORS ? n - HX_PRIORS : 0;
+    for (size_t k = from; k < n; k++)
+      h->prior[(size_t)p * HX_PRIORS + k - from] = x->prior_of_b[p][k];
+    h->n_prior[p] = n - from;
+  }
+}
+
 /* Make `next` the current share: a new balancer over its items, primed with the current
- * one's samples; the current one, if its blocks are still in flight, becomes the old one. */
+ * one's samples (the node's first share: with every stored sample of its PUs, as the flat
+ * mode's balancer); the current one, if its blocks are still in flight, becomes the old one. */
 static void install(hx *h) {
   dx *x = h->x;
   hlb_balancer *b = NULL;
   if (x->b) keep_priors(h, x->b);
   for (unsigned p = 0; p < x->nb; p++)
     h->prior_ptr[p] = &h->prior[(size_t)p * HX_PRIORS];
-  int rc = hlb__dx_new_balancer(x, h->next.count, h->prior_ptr, h->n_prior, &b);
+  int first = !h->installed && x->prior_of_b;
+  int rc = first ? hlb__dx_new_balancer(x, h->next.count, x->prior_of_b, x->n_prior_of_b, &b)
+                 : hlb__dx_new_balancer(x, h->next.count, h->prior_ptr, h->n_prior, &b);
+  for (unsigned p = 0; !rc && first && p < x->nb; p++)
+    h->first_primed[p] = hlb_balancer_primed(b, p);
+  if (!rc) h->installed = 1;
   pthread_mutex_lock(&x->mu);
   for (unsigned p = 0; !rc && p < x->nb; p++)
     if (x->st[x->gof_b[p]].retired) rc = hlb_balancer_retire(b, p);
@@ -662,6 +685,7 @@ static void install(hx *h) {
     x->gen_old = x->gen;
     h->old = h->cur;
   } else {
+    hlb__dx_models_keep(x, x->b); /* its blocks, for the model file */
     hlb_balancer_destroy(x->b);
   }
   int k = h->old == 0 ? 1 : 0;
@@ -756,6 +780,7 @@ static int l_turn(hx *h) {
     else {
       pthread_mutex_lock(&x->mu);
       h->solver_s += hlb_balancer_solver_seconds(x->b_old);
+      hlb__dx_models_keep(x, x->b_old);
       hlb_balancer_destroy(x->b_old);
       x->b_old = NULL;
       pthread_mutex_unlock(&x->mu);
@@ -859,7 +884,7 @@ void hlb_mpi_hier_options_default(hlb_mpi_hier_options *o) {
 typedef struct hx_params {
   uint64_t n_items, in_b, out_b, granularity, min_block, shared_bytes[HLB_EXEC_MAX_SHARED];
   uint32_t n_shared, max_failures, inject_from, inject_count;
-  int32_t inject_pu, has_policy, has_params, pad;
+  int32_t inject_pu, has_policy, has_params, models; /* models: rank 0's hlb_models_mode */
   double timeout_s, probe_fraction, plan_fraction;
   char policy[64], params[448];
 } hx_params;
@@ -924,6 +949,7 @@ static void share_params(hx *h, const hlb_codelet *cl, size_t n_items, const hlb
     p->inject_from = opt->inject_from;
     p->inject_count = opt->inject_count;
     p->inject_pu = opt->inject_pu;
+    p->models = opt->models;
     p->has_policy = opt->policy != NULL;
     p->has_params = opt->params != NULL;
     if (opt->policy) snprintf(p->policy, sizeof p->policy, "%s", opt->policy);
@@ -1015,7 +1041,9 @@ typedef struct pu_rec {
 typedef struct node_rec {
   double setup_s, solver_s;
   uint64_t bytes_to, bytes_from, remote_blocks, grants;
+  int32_t models_from, pad; /* hlb_models_from of the node's stored models */
   char policy[32];
+  char model_file[1024], model_error[512]; /* the leader's file; why it could not use it */
 } node_rec;
 
 static int gather_stats(hx *h, const int *noffs_wrank, unsigned n_node_pus,
@@ -1033,8 +1061,11 @@ static int gather_stats(hx *h, const int *noffs_wrank, unsigned n_node_pus,
                  .bytes_to = ns->bytes_to_ranks,
                  .bytes_from = ns->bytes_from_ranks,
                  .remote_blocks = ns->remote_blocks,
-                 .grants = ns->grants};
+                 .grants = ns->grants,
+                 .models_from = ns->exec.models_from};
   snprintf(nr.policy, sizeof nr.policy, "%s", ns->exec.policy);
+  snprintf(nr.model_file, sizeof nr.model_file, "%s", ns->exec.model_file);
+  snprintf(nr.model_error, sizeof nr.model_error, "%s", ns->exec.model_error);
   int cnt = (int)(n_node_pus * sizeof(pu_rec));
   int *cnts = NULL, *dsp = NULL;
   pu_rec *all = NULL;
@@ -1080,6 +1111,16 @@ static int gather_stats(hx *h, const int *noffs_wrank, unsigned n_node_pus,
     e->n_pus = total;
     for (int i = h->n_nodes; i-- > 0;) /* the first node that ran one (empty nodes did not) */
       if (nrs[i].policy[0]) snprintf(e->policy, sizeof e->policy, "%s", nrs[i].policy);
+    /* Stored when some node started from stored samples; the first node's file (rank 0's,
+     * unless its node has no PU) and the first node's error. */
+    e->models_from = HLB_MODELS_TRAINED;
+    for (int i = h->n_nodes; i-- > 0;) {
+      if (nrs[i].models_from == HLB_MODELS_STORED) e->models_from = HLB_MODELS_STORED;
+      if (nrs[i].model_file[0])
+        snprintf(e->model_file, sizeof e->model_file, "%s", nrs[i].model_file);
+      if (nrs[i].model_error[0])
+        snprintf(e->model_error, sizeof e->model_error, "node %d: %.480s", i, nrs[i].model_error);
+    }
     for (int i = 0; i < h->n_nodes; i++) {
       if (nrs[i].setup_s > out->setup_s) out->setup_s = nrs[i].setup_s;
       e->solver_s += nrs[i].solver_s;
@@ -1177,7 +1218,8 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
       opt.inject_count = p.inject_count;
       opt.policy = p.has_policy ? p.policy : NULL;
       opt.params = p.has_params ? p.params : NULL;
-      opt.keep_log = 1; /* the priors of the next share come from the log */
+      opt.keep_log = 1;      /* the priors of the next share and the stored models: from the log */
+      opt.models = p.models; /* the leader gives it to its node (hlb__dx_start) */
       /* The injected PU's index in this node's numbering, or none. */
       opt.inject_pu = -1;
       for (int r = 0, at = 0; r < nsize; r++) {
@@ -1223,6 +1265,8 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
       h->prior = hx_alloc(h, (size_t)x->nb * HX_PRIORS, sizeof *h->prior, "prior samples");
       h->n_prior = hx_alloc(h, x->nb, sizeof *h->n_prior, "prior counts");
       h->prior_ptr = hx_alloc(h, x->nb, sizeof *h->prior_ptr, "prior lists");
+      h->first_primed = hx_alloc(h, x->nb, sizeof *h->first_primed, "prior counts");
+      seed_priors(h);
       h->heard = h->last_beat = hlb__now();
       if (h->m) h->m->last_beat = h->heard;
     }
@@ -1240,6 +1284,8 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
         if (!hx_progress(h)) nanosleep(&(struct timespec){0, 50000}, NULL);
     }
     double makespan = hlb__now() - t0;
+    /* Collective over the node: each rank stores its PUs' blocks of every share. */
+    if (x) hlb__dx_models_end(x);
     int lrc = 0;
     if (h->leader && x && x->error) lrc = hlb__error(x->error, "%s", x->error_text);
     if (h->wrank == 0 && !lrc) lrc = m_verdict(h);
@@ -1250,6 +1296,10 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
     if (h->leader) {
       /* Collective over the leaders: every leader takes part, whatever its own stats. */
       if (x) frc = hlb__dx_fill_stats(x, &ns);
+      /* prior_samples: the stored samples the node started from, not the last share's
+       * carried ones. */
+      for (unsigned g = 0; x && !frc && h->first_primed && g < x->n_global; g++)
+        ns.exec.per_pu[g].prior_samples = x->gbpu[g] >= 0 ? h->first_primed[x->gbpu[g]] : 0;
       int grc = gather_stats(h, nwrank, x && !frc ? x->n_global : 0, &ns, &ws, woffs);
       frc = frc ? frc : grc;
       hlb_mpi_run_stats_clear(&ns);
@@ -1320,6 +1370,7 @@ int hlb_mpi_run_hier(MPI_Comm comm, const hlb_exec_pu *local_pus, unsigned n_loc
   free(h->prior);
   free(h->n_prior);
   free(h->prior_ptr);
+  free(h->first_primed);
   m_end(h->m);
   free(woffs);
   free(nwrank);

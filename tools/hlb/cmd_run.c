@@ -324,8 +324,8 @@ static void print_text(const run_args *a, const hlb_app *app, const outcome *r,
   }
   printf("makespan %.4f s, imbalance %.1f %%, policy time %.4f s\n", s->makespan_s,
          imbalance_pct(s), s->solver_s);
-  /* StarPU's scheduler fits no hlb model; the hierarchical mode keeps none across runs. */
-  if (!a->hier && !a->starpu_sched) print_models(s);
+  /* StarPU's scheduler fits no hlb model. */
+  if (!a->starpu_sched) print_models(s);
   if (a->starpu)
     printf("starpu: %zu blocks placed by %s%s, adapter %.1f us per block\n", r->blocks,
            a->starpu_sched ? "StarPU's scheduler " : "hlb's policy ", s->policy,
@@ -379,10 +379,9 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
   if (r->rc) cJSON_AddStringToObject(o, "error", r->error);
   cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
   cJSON_AddNumberToObject(o, "policy_s", s->solver_s); /* the policy's decisions, in all */
-  cJSON_AddStringToObject(o, "models",
-                          !a->hier && s->models_from == HLB_MODELS_STORED ? "stored" : "trained");
-  if (!a->hier && s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);
-  if (!a->hier && s->model_error[0]) cJSON_AddStringToObject(o, "model_error", s->model_error);
+  cJSON_AddStringToObject(o, "models", s->models_from == HLB_MODELS_STORED ? "stored" : "trained");
+  if (s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);
+  if (s->model_error[0]) cJSON_AddStringToObject(o, "model_error", s->model_error);
   double im = imbalance_pct(s);
   if (isfinite(im))
     cJSON_AddNumberToObject(o, "imbalance_pct", im);
@@ -409,10 +408,8 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
     cJSON_AddNumberToObject(p, "throttle", s->pu[i].throttle);
     cJSON_AddBoolToObject(p, "throttle_emulated", s->pu[i].throttle > 1);
     cJSON_AddItemToObject(p, "model", model_json(&s->per_pu[i]));
-    if (!a->hier) {
-      cJSON_AddNumberToObject(p, "prior_samples", (double)s->per_pu[i].prior_samples);
-      cJSON_AddBoolToObject(p, "priors_forgotten", s->per_pu[i].priors_forgotten);
-    }
+    cJSON_AddNumberToObject(p, "prior_samples", (double)s->per_pu[i].prior_samples);
+    cJSON_AddBoolToObject(p, "priors_forgotten", s->per_pu[i].priors_forgotten);
     cJSON_AddItemToArray(pus, p);
   }
   if (greedy) {
