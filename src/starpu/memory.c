@@ -138,14 +138,21 @@ static int is_balanced_worker(int id) {
   return hlb_starpu_worker_name(id, name, sizeof name)[0] != 0;
 }
 
+/* The arguments checked, the model directory (path, 1024 bytes) and the codelet's file key
+ * (key, 160 bytes). */
+static int model_file(const hlb_starpu_memory *m, const hlb_codelet *cl, const char *dir,
+                      const char *fn, char *path, char *key) {
+  if (!m || !cl) return hlb__error(HLB_EINVAL, "%s: memory and codelet must not be NULL", fn);
+  int rc = hlb__model_dir(dir, path, 1024);
+  if (!rc) hlb__model_codelet_key(cl, key, 160);
+  return rc;
+}
+
 int hlb_starpu_memory_load(hlb_starpu_memory *m, const hlb_codelet *cl, const hlb_starpu_options *o,
                            const char *dir) {
-  if (!m || !cl)
-    return hlb__error(HLB_EINVAL, "hlb_starpu_memory_load: memory and codelet must not be NULL");
   char path[1024], key[160], wkey[320];
-  int rc = hlb__model_dir(dir, path, sizeof path);
+  int rc = model_file(m, cl, dir, "hlb_starpu_memory_load", path, key);
   if (rc) return rc;
-  hlb__model_codelet_key(cl, key, sizeof key);
   hlb__model_set set = {0};
   if ((rc = hlb__model_read(path, key, &set))) return rc;
   unsigned workers = starpu_worker_get_count();
@@ -176,12 +183,9 @@ int hlb_starpu_memory_load(hlb_starpu_memory *m, const hlb_codelet *cl, const hl
 
 int hlb_starpu_memory_save(hlb_starpu_memory *m, const hlb_codelet *cl, const hlb_starpu_options *o,
                            const char *dir) {
-  if (!m || !cl)
-    return hlb__error(HLB_EINVAL, "hlb_starpu_memory_save: memory and codelet must not be NULL");
   char path[1024], key[160], wkey[320];
-  int rc = hlb__model_dir(dir, path, sizeof path);
+  int rc = model_file(m, cl, dir, "hlb_starpu_memory_save", path, key);
   if (rc) return rc;
-  hlb__model_codelet_key(cl, key, sizeof key);
   hlb__model_set add = {0};
   for (unsigned id = 0; id < STARPU_NMAXWORKERS && !rc; id++) {
     if (!m->fresh[id] && !m->replace[id]) continue;

@@ -326,19 +326,23 @@ static int scale_kernel(const hlb_exec_call *c) {
   return 0;
 }
 
+static hlb_codelet scale_codelet(const double *in, double *out, const double *scale) {
+  return (hlb_codelet){.name = "test_scale",
+                       .in_bytes_per_item = sizeof(double),
+                       .out_bytes_per_item = sizeof(double),
+                       .in = in,
+                       .out = out,
+                       .shared = {{scale, sizeof *scale}},
+                       .n_shared = 1,
+                       .cpu = scale_kernel};
+}
+
 static void passes_learn_and_see_changes(void **state) {
   (void)state;
   double *in = malloc(N * sizeof *in), *out = malloc(N * sizeof *out), scale = 2;
   for (size_t i = 0; i < N; i++)
     in[i] = (double)i;
-  hlb_codelet cl = {.name = "test_scale",
-                    .in_bytes_per_item = sizeof(double),
-                    .out_bytes_per_item = sizeof(double),
-                    .in = in,
-                    .out = out,
-                    .shared = {{&scale, sizeof scale}},
-                    .n_shared = 1,
-                    .cpu = scale_kernel};
+  hlb_codelet cl = scale_codelet(in, out, &scale);
   hlb_starpu_options o;
   hlb_starpu_options_default(&o);
   o.policy = "hlb";
@@ -428,14 +432,7 @@ static int run_from_files(const char *dir, hlb_starpu_options *o, size_t *blocks
   static double in[N], out[N], scale = 3;
   for (size_t i = 0; i < N; i++)
     in[i] = (double)i;
-  hlb_codelet cl = {.name = "test_scale",
-                    .in_bytes_per_item = sizeof(double),
-                    .out_bytes_per_item = sizeof(double),
-                    .in = in,
-                    .out = out,
-                    .shared = {{&scale, sizeof scale}},
-                    .n_shared = 1,
-                    .cpu = scale_kernel};
+  hlb_codelet cl = scale_codelet(in, out, &scale);
   hlb_starpu_memory *mem = NULL;
   assert_int_equal(hlb_starpu_memory_create(&mem), 0);
   assert_int_equal(hlb_starpu_memory_load(mem, &cl, o, dir), 0);
