@@ -306,7 +306,7 @@ void hlb__dx_serve_loop(dx *x) {
     pthread_mutex_lock(&x->mu);
     int over = x->drivers_alive == 0 && x->byes == x->n_remote && (!x->hook || x->hook_over);
     pthread_mutex_unlock(&x->mu);
-    if (over && !x->n_fly) break;
+    if (over && !hlb__dx_sends_left(x)) break;
     if (!act) hlb__sleep_s(DX_IDLE_S);
     /* A turn's CPU, its sleep's entry and exit included, is busy or idle by what it found. */
     double c = thread_cpu_s();
