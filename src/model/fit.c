@@ -23,13 +23,6 @@
  * prediction error is undefined and the subset is not scored. */
 #define HLB__LOO_LEVERAGE_MAX (1.0 - 1e-9)
 
-static int popcount(unsigned v) {
-  int n = 0;
-  for (; v; v &= v - 1)
-    n++;
-  return n;
-}
-
 /* The scaled k x k normal matrix (unit diagonal: the Jacobi scaling keeps columns as different
  * as u^3 at u = 1e-9 and e^u comparable) and right-hand side. Returns 1 for a zero column. */
 static int scaled_system(const hlb__lsq *s, const int *idx, int k, double *a, double *c,
@@ -252,26 +245,109 @@ static unsigned usable_terms(const hlb_model *m) {
   return mask;
 }
 
+/* The subset search as a walk over prefixes: a subset in term order extends the one without
+ * its last term, and the Cholesky factor of the extension is the prefix's factor plus one
+ * column (column j of cholesky_small reads columns <= j only), so each subset adds a column,
+ * O(k^2), instead of factoring anew, O(k^3), with the very same operations: every fit is the
+ * same to the bit as hlb__lsq_solve's. A subset whose prefix fails (zero column, not positive
+ * definite, tiny pivot) fails the same way, so its extensions are not tried. */
+typedef struct subset_walk {
+  const hlb_model *m;
+  unsigned usable;
+  int max_k, loo, n;
+  double floor;
+  int idx[HLB__NT];
+  double d[HLB__NT], c[HLB__NT];
+  double r[HLB__NT * HLB__NT]; /* column j of the factor at r[j * HLB__NT]; upper triangle */
+  cand *out;
+} subset_walk;
+
+static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
+  const hlb__lsq *s = &w->m->f;
+  for (int t = t0; t < HLB__NT; t++) {
+    if (!(w->usable & (1u << t))) continue;
+    /* Column k = term t: scaled as scaled_system does, factored as cholesky_small does. */
+    double dk = sqrt(s->xtx[t][t]);
+    if (!(dk > 0.0) || !isfinite(dk)) continue;
+    w->idx[k] = t;
+    w->d[k] = dk;
+    double *col = &w->r[k * HLB__NT];
+    for (int i = 0; i <= k; i++)
+      col[i] = s->xtx[w->idx[i]][t] / (w->d[i] * w->d[k]);
+    w->c[k] = s->xty[t] / dk;
+    for (int j = 0; j < k; j++) {
+      double v = col[j];
+      for (int i = 0; i < j; i++)
+        v -= w->r[i + j * HLB__NT] * col[i];
+      col[j] = v * (1.0 / w->r[j + j * HLB__NT]);
+    }
+    double akk = col[k];
+    for (int i = 0; i < k; i++)
+      akk -= col[i] * col[i];
+    if (!(akk > 0.0)) continue;
+    col[k] = sqrt(akk);
+    if (col[k] * col[k] < w->m->opt.collinear_tol) continue;
+    int kk = k + 1;
+    unsigned sub = mask | (1u << t);
+    /* The solve and residual of hlb__lsq_solve. */
+    double b[HLB__NT];
+    memcpy(b, w->c, sizeof(double) * (size_t)kk);
+    for (int i = 0; i < kk; i++) {
+      double v = b[i];
+      for (int j = 0; j < i; j++)
+        v -= w->r[j + i * HLB__NT] * b[j];
+      b[i] = v / w->r[i + i * HLB__NT];
+    }
+    for (int i = kk - 1; i >= 0; i--) {
+      double v = b[i];
+      for (int j = i + 1; j < kk; j++)
+        v -= w->r[i + j * HLB__NT] * b[j];
+      b[i] = v / w->r[i + i * HLB__NT];
+    }
+    double explained = 0.0;
+    for (int i = 0; i < kk; i++)
+      explained += b[i] * w->c[i];
+    cand *cd = &w->out[w->n];
+    cd->rss = s->yty - explained;
+    memset(cd->coef, 0, sizeof cd->coef);
+    for (int i = 0; i < kk; i++)
+      cd->coef[w->idx[i]] = b[i] / w->d[i];
+    cd->mask = sub;
+    cd->k = kk;
+    if (cd->rss < w->floor) cd->rss = w->floor;
+    int keep = 1;
+    if (w->loo) {
+      double f[HLB__NT * HLB__NT], ainv[HLB__NT * HLB__NT];
+      for (int j = 0; j < kk; j++)
+        for (int i = 0; i <= j; i++)
+          f[i + j * kk] = w->r[i + j * HLB__NT];
+      int rc = leverage_inverse(f, w->d, kk, ainv);
+      if (rc < 0) return rc;
+      keep = rc == 0; /* as solve_all skipped it; its extensions are still tried */
+      if (keep) cd->score = loo_score(w->m, cd, ainv);
+    } else {
+      cd->score = aicc(s->sn, kk, cd->rss);
+    }
+    w->n += keep;
+    if (kk < w->max_k) {
+      int rc = walk_from(w, kk, sub, t + 1);
+      if (rc < 0) return rc;
+    }
+  }
+  return 0;
+}
+
 /* Solve and score every usable subset of at most max_k terms; returns the count or < 0. */
 static int solve_all(const hlb_model *m, int max_k, cand *out) {
-  unsigned usable = usable_terms(m);
-  double floor = HLB__RSS_FLOOR_REL * m->f.yty;
-  int loo = m->opt.criterion == HLB_SELECT_LOOCV, n = 0;
-  for (unsigned mask = 1; mask < (1u << HLB__NT); mask++) {
-    int k = popcount(mask);
-    if ((mask & ~usable) || k > max_k) continue;
-    cand *c = &out[n];
-    double ainv[HLB__NT * HLB__NT];
-    int rc = hlb__lsq_solve(&m->f, mask, m->opt.collinear_tol, c->coef, &c->rss, loo ? ainv : NULL);
-    if (rc < 0) return rc;
-    if (rc > 0) continue;
-    c->mask = mask;
-    c->k = k;
-    if (c->rss < floor) c->rss = floor;
-    c->score = loo ? loo_score(m, c, ainv) : aicc(m->f.sn, k, c->rss);
-    n++;
-  }
-  return n;
+  subset_walk w = {.m = m,
+                   .usable = usable_terms(m),
+                   .max_k = max_k,
+                   .loo = m->opt.criterion == HLB_SELECT_LOOCV,
+                   .floor = HLB__RSS_FLOOR_REL * m->f.yty,
+                   .out = out};
+  if (max_k < 1) return 0;
+  int rc = walk_from(&w, 0, 0u, 0);
+  return rc < 0 ? rc : w.n;
 }
 
 /* Scored subsets first, best score first (fewer terms on a tie); then the subsets the
