@@ -108,7 +108,9 @@ HLB_EXTERN int hlb_balancer_create(const hlb_balancer_config *cfg, hlb_balancer 
 HLB_EXTERN void hlb_balancer_destroy(hlb_balancer *b);
 
 /* PU `pu` is ready for work at time `now`. Returns HLB_GRANT (block in *out), HLB_WAIT or
- * HLB_DONE, or a negative HLB_E* code. */
+ * HLB_DONE, or a negative HLB_E* code. While no item is left to grant
+ * (hlb_balancer_remaining() is 0) and some are in flight, every PU not retired gets HLB_WAIT:
+ * only a failure, which returns items, or the last done can change that. */
 HLB_EXTERN int hlb_balancer_next(hlb_balancer *b, unsigned pu, double now, hlb_block *out);
 
 /* Block s->block finished on PU `pu`. Returns 0; HLB_ESAMPLE when the block is recorded as

@@ -23,13 +23,6 @@
  * prediction error is undefined and the subset is not scored. */
 #define HLB__LOO_LEVERAGE_MAX (1.0 - 1e-9)
 
-static int popcount(unsigned v) {
-  int n = 0;
-  for (; v; v &= v - 1)
-    n++;
-  return n;
-}
-
 /* The scaled k x k normal matrix (unit diagonal: the Jacobi scaling keeps columns as different
  * as u^3 at u = 1e-9 and e^u comparable) and right-hand side. Returns 1 for a zero column. */
 static int scaled_system(const hlb__lsq *s, const int *idx, int k, double *a, double *c,
@@ -61,6 +54,46 @@ static int leverage_inverse(double *r, const double *d, int k, double *ainv) {
   return 0;
 }
 
+/* Cholesky factor R (A = R'R) of the k x k column-major matrix in a, in its upper triangle,
+ * in place; 1 when A is not positive definite. LAPACK's column-by-column order (dpotf2).
+ * Written out because k <= 8: through OpenBLAS, dpotrf and dpotrs cost more in dispatch and
+ * buffer allocation than in arithmetic, and a fit solves up to 255 subsets (with 10^4 PUs
+ * the policy hlb spent 70 % of its time there, docs/mpi-executor.md). */
+static int cholesky_small(double *a, int k) {
+  for (int j = 0; j < k; j++) {
+    double ajj = a[j + j * k];
+    for (int i = 0; i < j; i++)
+      ajj -= a[i + j * k] * a[i + j * k];
+    if (!(ajj > 0.0)) return 1;
+    ajj = sqrt(ajj);
+    a[j + j * k] = ajj;
+    double inv = 1.0 / ajj;
+    for (int c = j + 1; c < k; c++) {
+      double v = a[j + c * k];
+      for (int i = 0; i < j; i++)
+        v -= a[i + j * k] * a[i + c * k];
+      a[j + c * k] = v * inv;
+    }
+  }
+  return 0;
+}
+
+/* Solve R'R b = b in place with the factor of cholesky_small (dpotrs: R' forward, R back). */
+static void cholesky_solve_small(const double *r, int k, double *b) {
+  for (int i = 0; i < k; i++) {
+    double v = b[i];
+    for (int j = 0; j < i; j++)
+      v -= r[j + i * k] * b[j];
+    b[i] = v / r[i + i * k];
+  }
+  for (int i = k - 1; i >= 0; i--) {
+    double v = b[i];
+    for (int j = i + 1; j < k; j++)
+      v -= r[i + j * k] * b[j];
+    b[i] = v / r[i + i * k];
+  }
+}
+
 int hlb__lsq_solve(const hlb__lsq *s, unsigned mask, double tol, double coef[HLB__NT], double *rss,
                    double *ainv) {
   int idx[HLB__NT], k = 0;
@@ -68,21 +101,14 @@ int hlb__lsq_solve(const hlb__lsq *s, unsigned mask, double tol, double coef[HLB
     if (mask & (1u << t)) idx[k++] = t;
   double a[HLB__NT * HLB__NT], c[HLB__NT], d[HLB__NT];
   if (k == 0 || scaled_system(s, idx, k, a, c, d)) return 1;
-  /* The _work entry points: the inputs are finite by construction (validated samples), and
-   * LAPACKE's NaN scans would cost as much as these 8 x 8 factorisations. */
-  lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', k, a, k);
-  if (info < 0)
-    return hlb__error(HLB_ENUMERIC, "model fit: dpotrf argument %d is illegal", (int)-info);
-  if (info > 0) return 1;
+  if (cholesky_small(a, k)) return 1;
   /* With a unit diagonal, R_jj^2 is the share of column j not explained by the columns
    * before it: a tiny pivot means a redundant column and coefficients that cancel. */
   for (int i = 0; i < k; i++)
     if (a[i + i * k] * a[i + i * k] < tol) return 1;
   double b[HLB__NT];
   memcpy(b, c, sizeof(double) * (size_t)k);
-  info = LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', k, 1, a, k, b, k);
-  if (info != 0)
-    return hlb__error(HLB_ENUMERIC, "model fit: dpotrs argument %d is illegal", (int)-info);
+  cholesky_solve_small(a, k, b);
   /* RSS = y'Wy - b'X'Wy at the least-squares solution; rounding of this difference is what
    * HLB__RSS_FLOOR_REL absorbs. */
   double explained = 0.0;
@@ -100,24 +126,66 @@ static double compute_slope(const hlb_curve *c, double x) {
   return hlb_curve_slope(c, x) - c->transfer_per_item;
 }
 
+/* The points of a monotonicity grid: n from x_lo to x_max, geometric or even, the last
+ * exactly x_max. */
+static double grid_x(double x_lo, double x_max, unsigned n, int geometric, unsigned i) {
+  double f = n > 1 ? (double)i / (double)(n - 1) : 1.0;
+  double x = geometric ? x_lo * pow(x_max / x_lo, f) : x_lo + (x_max - x_lo) * f;
+  return i == n - 1 ? x_max : x;
+}
+
+/* The curve at x is positive, finite, not below prev (rounding aside), not falling. */
+static int grid_point_ok(const hlb_curve *c, double x, double *prev) {
+  double y = hlb_curve_compute(c, x);
+  if (!(y > 0.0) || !isfinite(y)) return 0;
+  if (y < *prev - HLB__MONO_DIP_REL * fabs(*prev)) return 0;
+  if (compute_slope(c, x) * x < -HLB__MONO_SLOPE_REL * y) return 0;
+  *prev = y;
+  return 1;
+}
+
 static int grid_ok(const hlb_curve *c, double x_lo, double x_max, unsigned n, int geometric) {
   double prev = -INFINITY;
-  for (unsigned i = 0; i < n; i++) {
-    double f = n > 1 ? (double)i / (double)(n - 1) : 1.0;
-    double x = geometric ? x_lo * pow(x_max / x_lo, f) : x_lo + (x_max - x_lo) * f;
-    if (i == n - 1) x = x_max;
-    double y = hlb_curve_compute(c, x);
-    if (!(y > 0.0) || !isfinite(y)) return 0;
-    if (y < prev - HLB__MONO_DIP_REL * fabs(prev)) return 0;
-    if (compute_slope(c, x) * x < -HLB__MONO_SLOPE_REL * y) return 0;
-    prev = y;
-  }
+  for (unsigned i = 0; i < n; i++)
+    if (!grid_point_ok(c, grid_x(x_lo, x_max, n, geometric, i), &prev)) return 0;
   return 1;
 }
 
 int hlb__curve_monotone(const hlb_curve *c, double x_lo, double x_max, unsigned grid_points) {
   if (x_lo >= x_max) return grid_ok(c, x_max, x_max, 1, 0);
   return grid_ok(c, x_lo, x_max, grid_points, 1) && grid_ok(c, x_lo, x_max, grid_points, 0);
+}
+
+/* hlb__curve_monotone for many curves on one range: the grids' points (a pow each on the
+ * geometric one) computed once. Up to MONO_GRID_MAX points each; beyond, computed per curve. */
+#define MONO_GRID_MAX 256
+typedef struct mono_grid {
+  double x_lo, x_max;
+  unsigned n;
+  int kept; /* the points below are filled */
+  double geo[MONO_GRID_MAX], lin[MONO_GRID_MAX];
+} mono_grid;
+
+static void mono_grid_init(mono_grid *g, double x_lo, double x_max, unsigned n) {
+  g->x_lo = x_lo;
+  g->x_max = x_max;
+  g->n = n;
+  g->kept = x_lo < x_max && n <= MONO_GRID_MAX;
+  for (unsigned i = 0; g->kept && i < n; i++) {
+    g->geo[i] = grid_x(x_lo, x_max, n, 1, i);
+    g->lin[i] = grid_x(x_lo, x_max, n, 0, i);
+  }
+}
+
+static int mono_grid_ok(const mono_grid *g, const hlb_curve *c) {
+  if (!g->kept) return hlb__curve_monotone(c, g->x_lo, g->x_max, g->n);
+  double prev = -INFINITY;
+  for (unsigned i = 0; i < g->n; i++)
+    if (!grid_point_ok(c, g->geo[i], &prev)) return 0;
+  prev = -INFINITY;
+  for (unsigned i = 0; i < g->n; i++)
+    if (!grid_point_ok(c, g->lin[i], &prev)) return 0;
+  return 1;
 }
 
 /* ---- Subset search ------------------------------------------------------------------- */
@@ -177,26 +245,109 @@ static unsigned usable_terms(const hlb_model *m) {
   return mask;
 }
 
+/* The subset search as a walk over prefixes: a subset in term order extends the one without
+ * its last term, and the Cholesky factor of the extension is the prefix's factor plus one
+ * column (column j of cholesky_small reads columns <= j only), so each subset adds a column,
+ * O(k^2), instead of factoring anew, O(k^3), with the very same operations: every fit is the
+ * same to the bit as hlb__lsq_solve's. A subset whose prefix fails (zero column, not positive
+ * definite, tiny pivot) fails the same way, so its extensions are not tried. */
+typedef struct subset_walk {
+  const hlb_model *m;
+  unsigned usable;
+  int max_k, loo, n;
+  double floor;
+  int idx[HLB__NT];
+  double d[HLB__NT], c[HLB__NT];
+  double r[HLB__NT * HLB__NT]; /* column j of the factor at r[j * HLB__NT]; upper triangle */
+  cand *out;
+} subset_walk;
+
+static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
+  const hlb__lsq *s = &w->m->f;
+  for (int t = t0; t < HLB__NT; t++) {
+    if (!(w->usable & (1u << t))) continue;
+    /* Column k = term t: scaled as scaled_system does, factored as cholesky_small does. */
+    double dk = sqrt(s->xtx[t][t]);
+    if (!(dk > 0.0) || !isfinite(dk)) continue;
+    w->idx[k] = t;
+    w->d[k] = dk;
+    double *col = &w->r[k * HLB__NT];
+    for (int i = 0; i <= k; i++)
+      col[i] = s->xtx[w->idx[i]][t] / (w->d[i] * w->d[k]);
+    w->c[k] = s->xty[t] / dk;
+    for (int j = 0; j < k; j++) {
+      double v = col[j];
+      for (int i = 0; i < j; i++)
+        v -= w->r[i + j * HLB__NT] * col[i];
+      col[j] = v * (1.0 / w->r[j + j * HLB__NT]);
+    }
+    double akk = col[k];
+    for (int i = 0; i < k; i++)
+      akk -= col[i] * col[i];
+    if (!(akk > 0.0)) continue;
+    col[k] = sqrt(akk);
+    if (col[k] * col[k] < w->m->opt.collinear_tol) continue;
+    int kk = k + 1;
+    unsigned sub = mask | (1u << t);
+    /* The solve and residual of hlb__lsq_solve. */
+    double b[HLB__NT];
+    memcpy(b, w->c, sizeof(double) * (size_t)kk);
+    for (int i = 0; i < kk; i++) {
+      double v = b[i];
+      for (int j = 0; j < i; j++)
+        v -= w->r[j + i * HLB__NT] * b[j];
+      b[i] = v / w->r[i + i * HLB__NT];
+    }
+    for (int i = kk - 1; i >= 0; i--) {
+      double v = b[i];
+      for (int j = i + 1; j < kk; j++)
+        v -= w->r[i + j * HLB__NT] * b[j];
+      b[i] = v / w->r[i + i * HLB__NT];
+    }
+    double explained = 0.0;
+    for (int i = 0; i < kk; i++)
+      explained += b[i] * w->c[i];
+    cand *cd = &w->out[w->n];
+    cd->rss = s->yty - explained;
+    memset(cd->coef, 0, sizeof cd->coef);
+    for (int i = 0; i < kk; i++)
+      cd->coef[w->idx[i]] = b[i] / w->d[i];
+    cd->mask = sub;
+    cd->k = kk;
+    if (cd->rss < w->floor) cd->rss = w->floor;
+    int keep = 1;
+    if (w->loo) {
+      double f[HLB__NT * HLB__NT], ainv[HLB__NT * HLB__NT];
+      for (int j = 0; j < kk; j++)
+        for (int i = 0; i <= j; i++)
+          f[i + j * kk] = w->r[i + j * HLB__NT];
+      int rc = leverage_inverse(f, w->d, kk, ainv);
+      if (rc < 0) return rc;
+      keep = rc == 0; /* as solve_all skipped it; its extensions are still tried */
+      if (keep) cd->score = loo_score(w->m, cd, ainv);
+    } else {
+      cd->score = aicc(s->sn, kk, cd->rss);
+    }
+    w->n += keep;
+    if (kk < w->max_k) {
+      int rc = walk_from(w, kk, sub, t + 1);
+      if (rc < 0) return rc;
+    }
+  }
+  return 0;
+}
+
 /* Solve and score every usable subset of at most max_k terms; returns the count or < 0. */
 static int solve_all(const hlb_model *m, int max_k, cand *out) {
-  unsigned usable = usable_terms(m);
-  double floor = HLB__RSS_FLOOR_REL * m->f.yty;
-  int loo = m->opt.criterion == HLB_SELECT_LOOCV, n = 0;
-  for (unsigned mask = 1; mask < (1u << HLB__NT); mask++) {
-    int k = popcount(mask);
-    if ((mask & ~usable) || k > max_k) continue;
-    cand *c = &out[n];
-    double ainv[HLB__NT * HLB__NT];
-    int rc = hlb__lsq_solve(&m->f, mask, m->opt.collinear_tol, c->coef, &c->rss, loo ? ainv : NULL);
-    if (rc < 0) return rc;
-    if (rc > 0) continue;
-    c->mask = mask;
-    c->k = k;
-    if (c->rss < floor) c->rss = floor;
-    c->score = loo ? loo_score(m, c, ainv) : aicc(m->f.sn, k, c->rss);
-    n++;
-  }
-  return n;
+  subset_walk w = {.m = m,
+                   .usable = usable_terms(m),
+                   .max_k = max_k,
+                   .loo = m->opt.criterion == HLB_SELECT_LOOCV,
+                   .floor = HLB__RSS_FLOOR_REL * m->f.yty,
+                   .out = out};
+  if (max_k < 1) return 0;
+  int rc = walk_from(&w, 0, 0u, 0);
+  return rc < 0 ? rc : w.n;
 }
 
 /* Scored subsets first, best score first (fewer terms on a tie); then the subsets the
@@ -266,11 +417,13 @@ static int choose(hlb_model *m, cand *cands, int n, double x_max) {
     ord[i] = &cands[i];
   order(m, ord, n);
   double x_lo = fmin(fmin(1.0, m->x_min), x_max);
+  mono_grid grid;
+  mono_grid_init(&grid, x_lo, x_max, m->opt.grid_points);
   for (int i = 0; i < n; i++) {
     const cand *best = ord[i];
     hlb_curve c = {.scale = m->scale};
     memcpy(c.coef, best->coef, sizeof c.coef);
-    if (!hlb__curve_monotone(&c, x_lo, x_max, m->opt.grid_points)) continue;
+    if (!mono_grid_ok(&grid, &c)) continue;
     int rc = fit_transfer(m, &c);
     if (rc) return rc;
     m->curve = c;

@@ -32,6 +32,10 @@ enum { TAG_REQ = 0x4c01, TAG_OUT = 0x4c02, TAG_REPLY = 0x4c03, TAG_IN = 0x4c04 }
 enum { MSG_NEXT = 1, MSG_DONE, MSG_FAIL, MSG_BYE, MSG_ALIVE };
 enum { REP_GRANT = 1, REP_STOP, REP_ALIVE };
 
+/* Messages to one destination handed to MPI and not yet found complete (see dx.fly). One the
+ * transport takes at once is found complete as it is posted and does not count, so this
+ * bounds the sends stuck behind a full queue or waiting for a large message's receiver. */
+#define DX_SEND_WINDOW 8
 /* Blocks one remote PU can hold at once: the one computing and the one requested ahead. */
 #define DX_MAX_FLYING 2
 /* Sleep of an idle communication loop. Short against a block's time, long enough to leave
@@ -126,14 +130,27 @@ typedef struct dx {
   pthread_mutex_t mu;
   pthread_cond_t cv;        /* broadcast after every done/fail/retire and every mailbox delivery */
   out_msg *q_head, *q_tail; /* drivers' outgoing messages; mu */
-  /* Messages in MPI_Isend; the calling thread only. Kept dense, two requests each (header,
-   * data), so that one MPI_Testsome per loop turn completes them: one pass of MPI's progress
-   * engine, where a test per message made one pass per message in flight (with 10^4 PUs and a
-   * block requested ahead, ~10^4 of them: 60 µs per grant, bench/mpi/bench_grants.c). */
+  /* Messages in MPI_Isend that did not complete at once; the calling thread only. Kept dense,
+   * two requests each (header, data), so that one MPI_Testsome per loop turn completes them:
+   * one pass of MPI's progress engine, where a test per message made one pass per message in
+   * flight. At most DX_SEND_WINDOW of them per destination: Open MPI keeps every send its
+   * transport cannot take yet (a peer slow to drain its shared-memory queue) in one list and
+   * retries the whole list in every pass of its progress engine (each MPI_Iprobe, MPI_Recv,
+   * MPI_Testsome); with 10^4 PUs behind 8 ranks that list held ~2500 grants on average and
+   * was half of rank 0's CPU (bench/mpi/bench_grants.c, docs/mpi-executor.md). The rest wait
+   * in their destination's queue, in order, and go out as the window frees. */
   out_msg **fly;
   MPI_Request *fly_rq;
   int *fly_idx;
   size_t n_fly, cap_fly;
+  /* Per destination rank (x->size of each; allocated at the first send): its messages in
+   * x->fly, its queue waiting for room, and whether it is listed in dst_touch (a list of the
+   * destinations whose sends completed in this pass, to refill from their queues). */
+  unsigned *dst_busy;
+  out_msg **dst_head, **dst_tail;
+  unsigned char *dst_marked;
+  int *dst_touch;
+  size_t n_queued;
   unsigned drivers_alive; /* mu */
   /* Rank 0 only: one entry per global PU (n_global, allocated by layout; no fixed limit). */
   hlb_exec_pu *gpu;
@@ -251,8 +268,13 @@ out_msg *hlb__dx_new_msg(int is_req, int dest);
 /* Start sending m (the calling thread only); it is freed, with its data when it owns them,
  * once sent. */
 void hlb__dx_send(dx *x, out_msg *m);
-/* Complete the sends that can be completed; 1 when one finished. */
+/* Complete the sends that can be completed, and start those queued that now fit their
+ * destination's window; 1 when one finished. */
 int hlb__dx_progress_sends(dx *x);
+/* Messages not yet sent: in flight or queued (the loops end only once it is 0). */
+size_t hlb__dx_sends_left(const dx *x);
+/* Free the sends' tables and any message still queued (never handed to MPI). */
+void hlb__dx_sends_free(dx *x);
 
 /* dexec.c, rank 0, x->mu held: the balancer calls of global PU g, moved to and from the
  * current share's numbers (hier.c), and the run's bookkeeping of its blocks: stats, error,

@@ -228,7 +228,7 @@ void hlb__dx_comm_loop(dx *x) {
     act |= hlb__dx_progress_sends(x);
     while (receive_reply(x))
       act = 1;
-    if (over && !x->n_fly) return;
+    if (over && !hlb__dx_sends_left(x)) return;
     if (!act) hlb__sleep_s(DX_IDLE_S);
   }
 }

@@ -201,6 +201,16 @@ static void retry_pending(dx *x) {
   x->changed = 0;
   pthread_mutex_unlock(&x->mu);
   if (!changed || !x->n_pend) return;
+  /* No item left to grant but blocks in flight: the balancer answers WAIT to every PU still
+   * working (hlb_balancer_next), so a pass would only list them again. At the end of a run
+   * with 10^4 PUs nearly all of them wait, and a pass after every loop turn's dones was 23 %
+   * of rank 0's CPU (docs/mpi-executor.md). The change that ends the wait, a failure
+   * (items back), the last done (finished), an error or the next share, sets `changed` again. */
+  pthread_mutex_lock(&x->mu);
+  int all_wait =
+      x->b && !x->error && hlb_balancer_remaining(x->b) == 0 && !hlb_balancer_finished(x->b);
+  pthread_mutex_unlock(&x->mu);
+  if (all_wait) return;
   /* Those still waiting after this pass list themselves again (serve_next). */
   unsigned n = x->n_pend;
   memcpy(x->pend_scratch, x->pend, n * sizeof *x->pend);
@@ -306,7 +316,7 @@ void hlb__dx_serve_loop(dx *x) {
     pthread_mutex_lock(&x->mu);
     int over = x->drivers_alive == 0 && x->byes == x->n_remote && (!x->hook || x->hook_over);
     pthread_mutex_unlock(&x->mu);
-    if (over && !x->n_fly) break;
+    if (over && !hlb__dx_sends_left(x)) break;
     if (!act) hlb__sleep_s(DX_IDLE_S);
     /* A turn's CPU, its sleep's entry and exit included, is busy or idle by what it found. */
     double c = thread_cpu_s();

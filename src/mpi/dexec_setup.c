@@ -489,9 +489,7 @@ void hlb__dx_end(dx *x) {
   hlb_balancer_destroy(x->b);
   hlb_balancer_destroy(x->b_old);
   release_local(x);
-  free(x->fly);
-  free(x->fly_rq);
-  free(x->fly_idx);
+  hlb__dx_sends_free(x);
   free(x->prior);
   free(x->prior_of_b);
   free(x->n_prior_of_b);

@@ -50,7 +50,33 @@ static void grow_fly(dx *x) {
   x->cap_fly = cap;
 }
 
-void hlb__dx_send(dx *x, out_msg *m) {
+static void free_msg(out_msg *m) {
+  if (m->owns_data) free(m->data);
+  free(m);
+}
+
+static void dst_tables(dx *x) {
+  size_t n = (size_t)x->size;
+  x->dst_busy = calloc(n, sizeof *x->dst_busy);
+  x->dst_head = calloc(n, sizeof *x->dst_head);
+  x->dst_tail = calloc(n, sizeof *x->dst_tail);
+  x->dst_marked = calloc(n, sizeof *x->dst_marked);
+  x->dst_touch = calloc(n, sizeof *x->dst_touch);
+  if (!x->dst_busy || !x->dst_head || !x->dst_tail || !x->dst_marked || !x->dst_touch) {
+    fprintf(stderr, "hlb_mpi_run: rank %d: out of memory for the sends to %d ranks\n", x->rank,
+            x->size);
+    MPI_Abort(x->comm, 1);
+  }
+}
+
+/* Hand m to MPI: header and data, two sends to one destination in this order; m stays in
+ * flight and counts against its destination's window until a test finds it complete. With
+ * `test`, tested at once: a send the transport took at once is complete now (Open MPI's eager
+ * path returns a completed request, which a test takes without a pass of the progress engine)
+ * and m is freed here. Not when refilling a window from its queue: that destination was slow
+ * to drain, its send is likely still stuck, and the test of an incomplete send is a pass of
+ * the progress engine (with a sched_yield in it when Open MPI runs oversubscribed). */
+static void post(dx *x, out_msg *m, int test) {
   const void *h = m->is_req ? (const void *)&m->h.req : (const void *)&m->h.rep;
   int hb = m->is_req ? (int)sizeof m->h.req : (int)sizeof m->h.rep;
   if (x->n_fly == x->cap_fly) grow_fly(x);
@@ -61,7 +87,32 @@ void hlb__dx_send(dx *x, out_msg *m) {
   if (m->len)
     mpi_check(x, MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->dest, m->tag_d, x->comm, &rq[1]),
               "MPI_Isend of block data", m->dest);
+  int done = 0;
+  if (test)
+    mpi_check(x, MPI_Testall(2, rq, &done, MPI_STATUSES_IGNORE), "MPI_Testall of a send", m->dest);
+  if (done) {
+    free_msg(m);
+    return;
+  }
+  x->dst_busy[m->dest]++;
   x->fly[x->n_fly++] = m;
+}
+
+void hlb__dx_send(dx *x, out_msg *m) {
+  if (!x->dst_busy) dst_tables(x);
+  int d = m->dest;
+  if (x->dst_busy[d] < DX_SEND_WINDOW && !x->dst_head[d]) {
+    post(x, m, 1);
+    return;
+  }
+  /* Behind the window: queued in order, after the messages to d already queued. */
+  m->next = NULL;
+  if (x->dst_tail[d])
+    x->dst_tail[d]->next = m;
+  else
+    x->dst_head[d] = m;
+  x->dst_tail[d] = m;
+  x->n_queued++;
 }
 
 static int by_slot_desc(const void *a, const void *b) {
@@ -69,7 +120,8 @@ static int by_slot_desc(const void *a, const void *b) {
   return (p < q) - (p > q);
 }
 
-/* Complete what can be completed; 1 when something finished. */
+/* Complete what can be completed, then refill the windows that freed; 1 when something
+ * finished. */
 int hlb__dx_progress_sends(dx *x) {
   if (!x->n_fly) return 0;
   int n_done = 0;
@@ -84,19 +136,66 @@ int hlb__dx_progress_sends(dx *x) {
   for (int k = 0; k < n_done; k++)
     idx[k] /= 2;
   qsort(idx, (size_t)n_done, sizeof *idx, by_slot_desc);
+  size_t n_touch = 0;
   for (int k = 0; k < n_done; k++) {
     size_t i = (size_t)idx[k];
     if (k > 0 && idx[k - 1] == idx[k]) continue; /* header and data done in the same call */
     if (x->fly_rq[2 * i] != MPI_REQUEST_NULL || x->fly_rq[2 * i + 1] != MPI_REQUEST_NULL) continue;
     out_msg *m = x->fly[i];
-    if (m->owns_data) free(m->data);
-    free(m);
+    int d = m->dest;
+    x->dst_busy[d]--;
+    if (x->dst_head[d] && !x->dst_marked[d]) {
+      x->dst_marked[d] = 1;
+      x->dst_touch[n_touch++] = d;
+    }
+    free_msg(m);
     size_t last = --x->n_fly;
     x->fly[i] = x->fly[last];
     x->fly_rq[2 * i] = x->fly_rq[2 * last];
     x->fly_rq[2 * i + 1] = x->fly_rq[2 * last + 1];
   }
+  /* Only now (the slots above are settled): post() appends to x->fly. */
+  for (size_t k = 0; k < n_touch; k++) {
+    int d = x->dst_touch[k];
+    x->dst_marked[d] = 0;
+    while (x->dst_head[d] && x->dst_busy[d] < DX_SEND_WINDOW) {
+      out_msg *m = x->dst_head[d];
+      x->dst_head[d] = m->next;
+      if (!x->dst_head[d]) x->dst_tail[d] = NULL;
+      x->n_queued--;
+      post(x, m, 0);
+    }
+  }
   return 1;
+}
+
+size_t hlb__dx_sends_left(const dx *x) {
+  return x->n_fly + x->n_queued;
+}
+
+void hlb__dx_sends_free(dx *x) {
+  for (int d = 0; x->dst_head && d < x->size; d++)
+    while (x->dst_head[d]) {
+      out_msg *m = x->dst_head[d];
+      x->dst_head[d] = m->next;
+      free_msg(m);
+    }
+  free(x->fly);
+  free(x->fly_rq);
+  free(x->fly_idx);
+  free(x->dst_busy);
+  free(x->dst_head);
+  free(x->dst_tail);
+  free(x->dst_marked);
+  free(x->dst_touch);
+  x->fly = NULL;
+  x->fly_rq = NULL;
+  x->fly_idx = NULL;
+  x->dst_busy = NULL;
+  x->dst_head = x->dst_tail = NULL;
+  x->dst_marked = NULL;
+  x->dst_touch = NULL;
+  x->n_fly = x->cap_fly = x->n_queued = 0;
 }
 
 out_msg *hlb__dx_new_msg(int is_req, int dest) {

@@ -15,6 +15,10 @@
  *                       packs a share once, whatever the node does with it)
  *   test_dexec hier0    hlb_mpi_run_hier, nodes of 1 rank, rank 0 offers no PU: its node takes
  *                       no part and rank 0 only deals the shares
+ *   test_dexec crowd    rank 0 offers no PU, every other rank CROWD PUs (policy greedy, blocks
+ *                       of 1024 items, 8 KiB of input: above Open MPI's eager limit, so that
+ *                       a grant's send completes only once its rank receives it): more grants
+ *                       to one rank than its window of sends, the rest queued in order
  * A second argument names the policy (default: the balancer's default).
  */
 #include <math.h>
@@ -26,6 +30,7 @@
 #include "hlb/mpi.h"
 
 #define N_ITEMS 200000u
+#define CROWD 48u
 #define WORK 1024
 #define STR(x) #x
 #define XSTR(x) STR(x)
@@ -92,9 +97,9 @@ static void pack(void *user, size_t begin, size_t count, void *dst) {
 
 static int rank, size;
 
-/* first: the rank of the first PU (1 when rank 0 offers none); one PU on every rank after. */
+/* first: the rank of the first PU (1 when rank 0 offers none); `per` PUs on every rank after. */
 static void check_result(const work *w, const hlb_mpi_run_stats *st, int inject_g, int first,
-                         int remote) {
+                         unsigned per, int remote) {
   size_t bad = 0, twice = 0, items = 0;
   for (size_t i = 0; i < N_ITEMS; i++) {
     /* The OpenCL compiler may contract to fma: allow rounding, nothing more. */
@@ -106,12 +111,12 @@ static void check_result(const work *w, const hlb_mpi_run_stats *st, int inject_
   }
   CHECK(bad == 0, "%zu outputs differ from the sequential result", bad);
   CHECK(twice == 0, "%zu items did not arrive exactly once", twice);
-  CHECK(st->exec.n_pus == (unsigned)(size - first), "stats: %u PUs for %d ranks", st->exec.n_pus,
-        size - first);
+  CHECK(st->exec.n_pus == (unsigned)(size - first) * per, "stats: %u PUs for %d ranks",
+        st->exec.n_pus, size - first);
   for (unsigned g = 0; g < st->exec.n_pus; g++) {
     items += st->exec.per_pu[g].items;
-    CHECK(st->rank[g] == (int)g + first, "stats: pu %u on rank %d, expected %d", g, st->rank[g],
-          (int)g + first);
+    CHECK(st->rank[g] == (int)(g / per) + first, "stats: pu %u on rank %d, expected %d", g,
+          st->rank[g], (int)(g / per) + first);
     if ((int)g == inject_g)
       CHECK(st->exec.per_pu[g].retired && st->exec.per_pu[g].items == 0 &&
                 st->exec.per_pu[g].failed_blocks > 0,
@@ -171,13 +176,26 @@ int main(int argc, char **argv) {
     cl.unpack = NULL;
     cl.out = w.y;
   }
-  hlb_exec_pu pu;
+  hlb_exec_pu pus[CROWD], pu;
   unsigned n = 0;
   int rc = hlb_exec_parse_pus(use_cl && rank > 0 ? "opencl:0" : "cpu:1", &pu, 1, &n);
   CHECK(rc == 0 && n == 1, "parse pus: %s", hlb_last_error());
   hlb_exec_options opt;
   hlb_exec_options_default(&opt);
   opt.policy = argc > 2 ? argv[2] : NULL;
+  int crowd = !strcmp(mode, "crowd");
+  unsigned n_pus = 1;
+  if (crowd) {
+    n_pus = rank > 0 ? CROWD : 0;
+    for (unsigned k = 0; k < CROWD; k++) {
+      pus[k] = pu;
+      snprintf(pus[k].name, sizeof pus[k].name, "cpu.%u", k);
+    }
+    opt.policy = "greedy";
+    opt.params = "chunk=1024";
+  } else {
+    pus[0] = pu;
+  }
   int inject_g = -1;
   if (!strcmp(mode, "inject")) {
     inject_g = 1; /* global index: rank 1's only PU */
@@ -196,7 +214,7 @@ int main(int argc, char **argv) {
     rc = hlb_mpi_run_hier(MPI_COMM_WORLD, &pu, hier0 && rank == 0 ? 0 : 1, &cl, n_items, &opt, &ho,
                           &st);
   } else {
-    rc = hlb_mpi_run(MPI_COMM_WORLD, &pu, 1, &cl, n_items, &opt, &st);
+    rc = hlb_mpi_run(MPI_COMM_WORLD, pus, n_pus, &cl, n_items, &opt, &st);
   }
   if (n_items == 0) {
     CHECK(rc == HLB_EINVAL, "n_items 0: rc %d (%s), expected HLB_EINVAL", rc, hlb_last_error());
@@ -204,7 +222,7 @@ int main(int argc, char **argv) {
   } else {
     CHECK(rc == 0, "hlb_mpi_run: %s (%s)", hlb_err_name(rc), hlb_last_error());
     if (rank == 0 && rc == 0) {
-      check_result(&w, &st, inject_g, hier0, !hier0);
+      check_result(&w, &st, inject_g, hier0 || crowd, crowd ? CROWD : 1, !hier0);
       for (unsigned i = 0; i < st.n_nodes; i++)
         printf("  node %u (leader rank %d): %zu items in %u shares, planned %zu, failed %d\n", i,
                st.node_leader[i], st.node_items[i], st.node_shares[i], st.node_planned[i],
