@@ -162,6 +162,17 @@ typedef struct hlb_decision {
 /* The decision log (empty unless cfg.keep_log). Valid until the next call on b. */
 HLB_EXTERN size_t hlb_balancer_log(const hlb_balancer *b, const hlb_decision **entries);
 
+/* Log entry d (hlb_balancer_log of b) as a sample to keep for later runs (priors, model
+ * files): 1 when d is a finished block with valid times, with *out its PU, begin and times
+ * and as its count the block's cost in items of average cost (hlb_balancer_range_cost: the
+ * count itself when the run had no item costs, at least 1). So kept samples measure one thing
+ * whether their run sized blocks by cost or not: a pass of a power-law spmv whose blocks the
+ * item costs sized held 20x more of the cheap rows than of the dear ones for the same time,
+ * and counted as rows those blocks made a later run's first pass fit noise (twice the blocks
+ * under StarPU). Else 0. */
+HLB_EXTERN int hlb_balancer_log_sample(const hlb_balancer *b, const hlb_decision *d,
+                                       hlb_sample *out);
+
 /* Prior samples of PU `pu` that the balancer fed to its model and policy at create time (0
  * when there were none or the policy takes no priors). */
 HLB_EXTERN size_t hlb_balancer_primed(const hlb_balancer *b, unsigned pu);

@@ -547,6 +547,18 @@ double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count
   return b->use_cost ? hlb__density_cost(&b->density, begin, count) : (double)count;
 }
 
+int hlb_balancer_log_sample(const hlb_balancer *b, const hlb_decision *d, hlb_sample *out) {
+  if (!b || !d || !out || d->outcome != HLB_OUTCOME_DONE) return 0;
+  double cost = d->count ? hlb_balancer_range_cost(b, d->begin, d->count) : 0.0;
+  size_t count = !(cost >= 1.0) ? 1 : cost < 9e15 ? (size_t)llround(cost) : d->count;
+  hlb_sample s = {.block = {.begin = d->begin, .count = d->count ? count : 0, .pu = d->pu},
+                  .compute_s = d->compute_s,
+                  .transfer_s = d->transfer_s};
+  if (!hlb_sample_valid(&s)) return 0;
+  *out = s;
+  return 1;
+}
+
 int hlb_balancer_has_item_cost(const hlb_balancer *b) {
   return b->use_cost;
 }

@@ -156,8 +156,8 @@ int hlb__exec_models_priors(hlb_executor *ex, hlb__exec_models *m, const unsigne
 }
 
 /* This run's finished blocks of balancer PU j, from the decision log. */
-static int run_samples(const hlb_decision *log, size_t n_log, unsigned j, double from_s,
-                       double to_s, hlb_sample **out, size_t *n) {
+static int run_samples(const hlb_balancer *b, const hlb_decision *log, size_t n_log, unsigned j,
+                       double from_s, double to_s, hlb_sample **out, size_t *n) {
   size_t count = 0;
   for (size_t k = 0; k < n_log; k++)
     count += log[k].pu == j && log[k].outcome == HLB_OUTCOME_DONE;
@@ -168,10 +168,8 @@ static int run_samples(const hlb_decision *log, size_t n_log, unsigned j, double
     const hlb_decision *d = &log[k];
     if (d->pu != j || d->outcome != HLB_OUTCOME_DONE) continue;
     if (!(d->time_s >= from_s && d->time_s < to_s)) continue; /* granted outside the window */
-    hlb_sample s = {.block = {.begin = d->begin, .count = d->count, .pu = j},
-                    .compute_s = d->compute_s,
-                    .transfer_s = d->transfer_s};
-    if (hlb_sample_valid(&s)) (*out)[(*n)++] = s;
+    hlb_sample s;
+    if (hlb_balancer_log_sample(b, d, &s)) (*out)[(*n)++] = s; /* sized in average items */
   }
   return 0;
 }
@@ -232,13 +230,14 @@ static int priors_contradicted(const hlb_sample *prior, size_t n_prior, const hl
 
 /* Executor PU i's (balancer PU j's) blocks granted after its cores last changed, under the key
  * of the cores it ended with. */
-static int append_after_change(const hlb_executor *ex, const hlb_decision *log, size_t n_log,
-                               unsigned i, unsigned j, hlb__model_set *fresh) {
+static int append_after_change(const hlb_executor *ex, const hlb_balancer *b,
+                               const hlb_decision *log, size_t n_log, unsigned i, unsigned j,
+                               hlb__model_set *fresh) {
   char key[320];
   hlb__exec_pu_key(ex, i, key, sizeof key);
   hlb_sample *s = NULL;
   size_t n = 0;
-  int rc = run_samples(log, n_log, j, ex->cores_changed_s[i][1], INFINITY, &s, &n);
+  int rc = run_samples(b, log, n_log, j, ex->cores_changed_s[i][1], INFINITY, &s, &n);
   if (!rc && n) rc = hlb__model_append(fresh, key, s, n);
   free(s);
   return rc;
@@ -262,12 +261,12 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
      * cores it started with (hlb__exec_models_rate_on read a cpu PU given a core mid-run as
      * 1.5x faster per core than it is). */
     int rc =
-        run_samples(log, n_log, j, -INFINITY, isnan(changed[0]) ? INFINITY : changed[0], &s, &n);
+        run_samples(b, log, n_log, j, -INFINITY, isnan(changed[0]) ? INFINITY : changed[0], &s, &n);
     if (!rc && primed && !forgot[j])
       forgot[j] = priors_contradicted(m->per_bpu[j], m->n_per_bpu[j], s, n);
     if (!rc) rc = hlb__model_append(fresh, key, s, n);
     free(s);
-    if (!rc && !isnan(changed[1])) rc = append_after_change(ex, log, n_log, bidx[j], j, fresh);
+    if (!rc && !isnan(changed[1])) rc = append_after_change(ex, b, log, n_log, bidx[j], j, fresh);
     if (rc) return rc;
     hlb__stored_pu *p = (hlb__stored_pu *)hlb__model_find(fresh, key);
     p->replace = forgot[j];

@@ -82,11 +82,7 @@ int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *
     size_t n = 0;
     for (size_t k = 0; k < n_log; k++) {
       const hlb_decision *d = &log[k];
-      if (d->pu != p || d->outcome != HLB_OUTCOME_DONE) continue;
-      hlb_sample x = {.block = {.begin = d->begin, .count = d->count, .pu = p},
-                      .compute_s = d->compute_s,
-                      .transfer_s = d->transfer_s};
-      if (hlb_sample_valid(&x)) s[n++] = x;
+      if (d->pu == p && hlb_balancer_log_sample(b, d, &s[n])) n++; /* in average items */
     }
     /* The policy forgot the priors (its first blocks contradicted them): so does the memory. */
     size_t primed = hlb_balancer_primed(b, p);
