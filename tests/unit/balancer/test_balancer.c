@@ -483,8 +483,48 @@ static void priors_need_a_policy_that_takes_them(void **state) {
   hlb_balancer_destroy(b);
 }
 
+/* A finished block kept as a sample is sized in items of average cost: with item costs whose
+ * first half is 3x the second's (mean 1: 1.5 and 0.5), a block of 100 items of the first half
+ * is 150 average items, one of the second half 50; without item costs, its count. Blocks not
+ * finished (failed) are not kept. */
+static void kept_samples_are_sized_by_cost(void **state) {
+  (void)state;
+  double cost[HLB_ITEM_COST_SLICES];
+  for (unsigned i = 0; i < HLB_ITEM_COST_SLICES; i++)
+    cost[i] = i < HLB_ITEM_COST_SLICES / 2 ? 3.0 : 1.0;
+  for (int with_costs = 0; with_costs < 2; with_costs++) {
+    hlb_balancer_config c = config(1024000, 1, "hlb", "probe_fraction=0.0001");
+    c.keep_log = 1;
+    if (with_costs) {
+      c.item_cost = cost;
+      c.n_item_cost = HLB_ITEM_COST_SLICES;
+    }
+    hlb_balancer *b = NULL;
+    assert_int_equal(hlb_balancer_create(&c, &b), 0);
+    hlb_block blk;
+    assert_int_equal(hlb_balancer_next(b, 0, 0.0, &blk), HLB_GRANT);
+    hlb_sample s = {.block = blk, .compute_s = 0.01, .transfer_s = 0.001};
+    assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+    const hlb_decision *log = NULL;
+    assert_int_equal(hlb_balancer_log(b, &log), 1);
+    hlb_sample kept;
+    assert_int_equal(hlb_balancer_log_sample(b, &log[0], &kept), 1);
+    size_t expect = with_costs ? (size_t)llround(1.5 * (double)blk.count) : blk.count;
+    if (kept.block.count != expect)
+      fail_msg("%s: a block of %zu items kept as %zu, expected %zu",
+               with_costs ? "with item costs" : "without", blk.count, kept.block.count, expect);
+    assert_true(kept.compute_s == 0.01 && kept.transfer_s == 0.001 && kept.block.pu == 0);
+    hlb_decision failed = log[0];
+    failed.outcome = HLB_OUTCOME_FAILED;
+    assert_int_equal(hlb_balancer_log_sample(b, &failed, &kept), 0);
+    assert_int_equal(hlb_balancer_log_sample(b, NULL, &kept), 0);
+    hlb_balancer_destroy(b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(kept_samples_are_sized_by_cost),
       cmocka_unit_test(bad_configs_are_named),
       cmocka_unit_test(bad_params_list_valid_ones),
       cmocka_unit_test(policy_selection_order),
