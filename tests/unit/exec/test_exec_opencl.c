@@ -80,6 +80,16 @@ static hlb_codelet codelet(void) {
                        .opencl_kernel = "k"};
 }
 
+/* The heavy kernel's codelet (cpu_heavy, OpenCL "heavy"); `name` keys its stored models (NULL:
+ * codelet()'s name). */
+static hlb_codelet heavy_codelet(const char *name) {
+  hlb_codelet cl = codelet();
+  if (name) cl.name = name;
+  cl.cpu = cpu_heavy;
+  cl.opencl_kernel = "heavy";
+  return cl;
+}
+
 static void check(void) {
   for (size_t i = 0; i < N; i++)
     if (out[i] != in[i] * 3.0 + (double)i)
@@ -414,9 +424,7 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
   pus[1].throttle = cl_throttle;
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s: %s", spec, hlb_last_error());
-  hlb_codelet cl = codelet();
-  cl.cpu = cpu_heavy;
-  cl.opencl_kernel = "heavy";
+  hlb_codelet cl = heavy_codelet(NULL);
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
@@ -477,10 +485,7 @@ static void run_spec_with_models(const char *spec, double cpu_throttle, const ch
     if (pus[i].backend == HLB_BACKEND_CPU) pus[i].throttle = cpu_throttle;
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
-  hlb_codelet cl = codelet();
-  cl.name = "heavy-affine";
-  cl.cpu = cpu_heavy;
-  cl.opencl_kernel = "heavy";
+  hlb_codelet cl = heavy_codelet("heavy-affine");
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
@@ -713,10 +718,7 @@ static void test_samples_after_release_keyed_by_cores(void **st) {
   pus[0].throttle = 4;    /* 40 cpu blocks of 20 ms and more: most come after the release */
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
-  hlb_codelet cl = codelet();
-  cl.name = "heavy-keys";
-  cl.cpu = cpu_heavy;
-  cl.opencl_kernel = "heavy";
+  hlb_codelet cl = heavy_codelet("heavy-keys");
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
