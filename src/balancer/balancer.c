@@ -173,7 +173,9 @@ static int feed_priors(hlb_balancer *b, const hlb_balancer_config *c) {
     for (size_t k = 0; c->prior[p] && k < c->n_prior[p]; k++) {
       hlb_sample s = c->prior[p][k];
       s.block.pu = p;
-      s.cost = (double)s.block.count; /* an earlier run's block: its cost is not known */
+      /* An earlier run's block, kept by hlb_balancer_log_sample: its count is its cost in
+       * items of average cost, the unit this run's costs are in. */
+      s.cost = (double)s.block.count;
       if (!hlb_sample_valid(&s) ||
           hlb_model_add(b->models[p], (double)s.block.count, s.compute_s, s.transfer_s) != 0)
         continue;

@@ -92,11 +92,10 @@ void hlb__dx_models_begin(dx *x) {
   free(all);
 }
 
-/* A finished block of the log that a model file can take. */
-static int keepable(const dx *x, const hlb_decision *e) {
-  hlb_sample s = {
-      .block = {.count = e->count}, .compute_s = e->compute_s, .transfer_s = e->transfer_s};
-  return e->outcome == HLB_OUTCOME_DONE && e->pu < x->nb && hlb_sample_valid(&s);
+/* A finished block of b's log that a model file can take, as that sample (in items of average
+ * cost, as every kept sample: hlb_balancer_log_sample). */
+static int keepable(const dx *x, const hlb_balancer *b, const hlb_decision *e, hlb_sample *s) {
+  return e->pu < x->nb && hlb_balancer_log_sample(b, e, s);
 }
 
 void hlb__dx_models_keep(dx *x, const hlb_balancer *b) {
@@ -108,8 +107,9 @@ void hlb__dx_models_keep(dx *x, const hlb_balancer *b) {
   /* Per balancer PU, how many of its blocks in this log come before its newest
    * HLB__MODEL_KEEP (left out), and room for those at the end of its samples. */
   size_t *skip = alloc_or_abort(x, x->nb, sizeof *skip);
+  hlb_sample s;
   for (size_t k = 0; k < n_log; k++)
-    if (keepable(x, &log[k])) skip[log[k].pu]++;
+    if (keepable(x, b, &log[k], &s)) skip[log[k].pu]++;
   for (unsigned p = 0; p < x->nb; p++) {
     size_t take = skip[p] < HLB__MODEL_KEEP ? skip[p] : HLB__MODEL_KEEP;
     skip[p] -= take;
@@ -124,15 +124,15 @@ void hlb__dx_models_keep(dx *x, const hlb_balancer *b) {
   }
   for (size_t k = 0; k < n_log; k++) { /* oldest first */
     const hlb_decision *e = &log[k];
-    if (!keepable(x, e)) continue;
+    if (!keepable(x, b, e, &s)) continue;
     if (skip[e->pu]) {
       skip[e->pu]--;
       continue;
     }
     pu_samples *q = &x->kept[x->gof_b[e->pu]];
-    q->x[q->n] = (double)e->count;
-    q->compute_s[q->n] = e->compute_s;
-    q->transfer_s[q->n] = e->transfer_s;
+    q->x[q->n] = (double)s.block.count;
+    q->compute_s[q->n] = s.compute_s;
+    q->transfer_s[q->n] = s.transfer_s;
     q->n++;
   }
   free(skip);

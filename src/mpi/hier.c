@@ -624,11 +624,7 @@ static void keep_priors(hx *h, const hlb_balancer *b) {
     hlb_sample fresh[HX_PRIORS];
     size_t nf = 0;
     for (size_t k = n; k-- > 0 && nf < HX_PRIORS;) {
-      const hlb_decision *e = &log[k];
-      if (e->pu != p || e->outcome != HLB_OUTCOME_DONE) continue;
-      fresh[nf++] = (hlb_sample){.block = {.begin = e->begin, .count = e->count, .pu = p},
-                                 .compute_s = e->compute_s,
-                                 .transfer_s = e->transfer_s};
+      if (log[k].pu == p && hlb_balancer_log_sample(b, &log[k], &fresh[nf])) nf++;
     }
     if (!nf) continue;
     hlb_sample *dst = &h->prior[(size_t)p * HX_PRIORS];
