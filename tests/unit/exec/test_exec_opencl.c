@@ -714,8 +714,12 @@ static void test_samples_after_release_keyed_by_cores(void **st) {
   hlb_exec_pu pus[2];
   unsigned n = 0;
   assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-  pus[1].throttle = 1000; /* its first block of one item: 50 ms and more, released after it */
-  pus[0].throttle = 4;    /* 40 cpu blocks of 20 ms and more: most come after the release */
+  /* The device: its first block of one item 5 ms and more, released on it or while its second
+   * block runs. Not 1000x: in the bare-root suite, two tests at once made that one item take
+   * over a second, the cpu PU had granted all its blocks by then and none was left to store
+   * under the cores it ended with. */
+  pus[1].throttle = 100;
+  pus[0].throttle = 4; /* 40 cpu blocks of 20 ms and more: most come after the release */
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
   hlb_codelet cl = heavy_codelet("heavy-keys");
