@@ -230,12 +230,11 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
 #define HLB_EXEC_EXPLORE_MIN_CORE_RATIO 0.4
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
- * OpenCL and CUDA; its first block may also carry one-time work the set-up launch did not
- * catch (measured: PoCL's first spmv block of 1000 rows took 3-4 ms, its next ones 0.1 ms for
- * 4000). Items over busy time only bound such a device's rate from below, since a short block
- * may be mostly that cost (a GPU's first small block can be slower than a core while its large
- * blocks are 50x faster), so it is judged on its items over its busy time less these (a bound
- * from above), and not at all while that leaves no time. A device computing on this machine's
+ * OpenCL and CUDA. Items over busy time only bound such a device's rate from below, since a
+ * short block may be mostly that cost, and its first blocks may carry one-time work of any
+ * length (an H100's first two matmul blocks: cuBLAS's handle and lazily loaded kernels, 43 and
+ * 61 ms, then 0.35 ms for 27 rows), so it is judged on its best block less this (a bound from
+ * above) and only after HLB_EXEC_RELEASE_BLOCKS blocks. A device computing on this machine's
  * cores (PoCL) is judged on what it did, and on its first block alone only when that block
  * took HLB_EXEC_FIRST_BLOCK_MAX_S or more (docs/executor.md). */
 #define HLB_EXEC_LAUNCH_MAX_S 0.001

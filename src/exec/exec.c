@@ -238,20 +238,12 @@ static int computes_on_cores(const hlb_executor *ex, unsigned i) {
   return ex->pu[i].backend == HLB_BACKEND_OPENCL && ex->pu[i].cores > 0;
 }
 
-/* The device's items per second the judgement uses, having done `items` in `blocks` blocks
- * over `busy` seconds. A device computing on the cores is judged on what it did: its per-block
- * costs are costs of using those cores this way (measured, PoCL's spmv and k-means with the
- * allowance below were kept, and ran 1.2-1.4x slower than with the core in the cpu PU). A
- * device holding only a driver thread is judged on the most it could do in large blocks: its
- * first block may have spent up to HLB_EXEC_FIRST_BLOCK_MAX_S and each later one
- * HLB_EXEC_LAUNCH_MAX_S on something else than its items, and its large blocks are what it
- * is kept for. +inf while that leaves no time (nothing can be told yet). */
-static double judged_rate(const hlb_executor *ex, unsigned dev, size_t items, double busy,
-                          size_t blocks) {
-  double t = busy;
-  if (!computes_on_cores(ex, dev))
-    t -= HLB_EXEC_FIRST_BLOCK_MAX_S + (double)(blocks - 1) * HLB_EXEC_LAUNCH_MAX_S;
-  return t > 0 ? (double)items / t : INFINITY;
+/* The items per second of a device computing on the cores, having done `items` over `busy`
+ * seconds: it is judged on what it did, its per-block costs being costs of using those cores
+ * this way (measured, PoCL's spmv and k-means with an allowance for them were kept, and ran
+ * 1.2-1.4x slower than with the core in the cpu PU). */
+static double judged_rate(size_t items, double busy) {
+  return busy > 0 ? (double)items / busy : INFINITY;
 }
 
 /* 1 when device PU `dev`, with stats `d`, has done enough to be compared with the cores it
@@ -326,15 +318,41 @@ static double device_core_ratio(const run_ctx *r, int cpu, unsigned dev) {
                                cpu_cores_now(r, cpu), held_cores(r->ex, dev));
 }
 
+/* should_release for a device that holds only a driver thread (a GPU): judged on its best
+ * block (hlb__judge_best_rate, each block less HLB_EXEC_LAUNCH_MAX_S) and, with a block in
+ * flight, on the better of that and the block's items over its time so far (the most it can
+ * reach): released only when even that is below the rate of the core it holds. Never before it
+ * finished HLB_EXEC_RELEASE_BLOCKS blocks: its first ones may carry a one-time warm-up of any
+ * length (a library's handle, kernels loaded lazily per shape: 43 and 61 ms for an H100's first
+ * two matmul blocks), and the core it holds only drives it, so a weak one costs little
+ * meanwhile. Its items over its busy time, warm-up included, released an H100 that does
+ * 77 000 matmul rows per second against a core's 123. */
+static int driver_device_weak(const run_ctx *r, unsigned dev, int cpu, unsigned held,
+                              double *dev_rate, double *core_rate) {
+  if (r->st[dev].blocks < HLB_EXEC_RELEASE_BLOCKS) return 0;
+  hlb_decision own[HLB__JUDGE_RECENT];
+  size_t n = copy_recent(r, dev, own);
+  double best = hlb__judge_best_rate(own, n, (unsigned)r->bpu_of[dev], HLB_EXEC_LAUNCH_MAX_S);
+  if (r->in_block[dev]) {
+    double running = rel_now(r) - r->block_start[dev];
+    double so_far = running > 0 ? (double)r->block_count[dev] / running : INFINITY;
+    if (so_far > best) best = so_far;
+  }
+  *dev_rate = best;
+  *core_rate = cpu_rate_near(r, cpu, dev, r->in_block[dev]);
+  return *core_rate > 0 && best < *core_rate * held;
+}
+
 /* A device that holds host cores is kept only while it adds more items per second than those
  * cores add to the cpu PU (both measured in this run over their finished blocks, emulated
- * throttling included; the device's rate as judged_rate says). It is judged once it finished
- * HLB_EXEC_RELEASE_BLOCKS blocks; after its first block if that block alone shows it
- * HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or while its second block runs: its items over
- * its busy time so far, counting the block in flight as done, is more than it can have
- * reached, so when even that is below the cores' rate the device is slower for sure. (Its
- * first block is never judged in flight: it may carry a one-time warm-up.) Returns 1 and fills
- * the rates when `dev` should go; `cpu` is the automatic cpu PU. */
+ * throttling included). A device that only holds a driver thread is judged by
+ * driver_device_weak. One computing on the cores is judged once it finished
+ * HLB_EXEC_RELEASE_BLOCKS blocks and kept them busy HLB_EXEC_CORE_DEVICE_JUDGE_S, kernel against
+ * kernel (device_core_ratio); after its first block if that block alone, lasting
+ * HLB_EXEC_FIRST_BLOCK_MAX_S or more, shows it HLB_EXEC_RELEASE_CLEAR_FACTOR times slower; or
+ * in flight, on the block in flight alone, when that shows it as hopeless. (Its first block is
+ * never judged in flight: it may carry a one-time warm-up.) Returns 1 and fills the rates when
+ * `dev` should go; `cpu` is the automatic cpu PU. */
 static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_rate,
                           double *core_rate) {
   const hlb_executor *ex = r->ex;
@@ -343,35 +361,30 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
   if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
   if (d->blocks < 1) return 0;
+  if (!computes_on_cores(ex, dev))
+    return driver_device_weak(r, dev, cpu, held, dev_rate, core_rate);
   *core_rate = cpu_rate_near(r, cpu, dev, r->in_block[dev]);
-  int on_cores = computes_on_cores(ex, dev);
   if (r->in_block[dev]) {
-    double running = rel_now(r) - r->block_start[dev], busy = d->busy_s + running;
-    if (on_cores) {
-      /* A device on the cores is stopped in flight only when hopeless, and on the block in
-       * flight alone once it has run HLB_EXEC_CORE_DEVICE_JUDGE_S: its earlier blocks carry
-       * their launches and its first one its warm-up (PoCL's first spmv block: 3-4 ms on a
-       * quiet machine, over 10 ms on a loaded one, which released it in flight). */
-      *dev_rate = (double)r->block_count[dev] / running;
-      return running >= HLB_EXEC_CORE_DEVICE_JUDGE_S &&
-             *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
-    }
-    *dev_rate = judged_rate(ex, dev, d->items + r->block_count[dev], busy, d->blocks + 1);
-  } else {
-    *dev_rate = judged_rate(ex, dev, d->items, d->busy_s, d->blocks);
-    /* On its first block alone, a device computing on the cores only when that block is long
-     * enough to hold a first block's one-time work several times over. */
-    if (d->blocks < HLB_EXEC_RELEASE_BLOCKS)
-      return (!on_cores || d->busy_s >= HLB_EXEC_FIRST_BLOCK_MAX_S) &&
-             *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
-    if (!device_judged_enough(ex, dev, d)) return 0;
-    if (on_cores) {
-      /* Its kernel against the core's on the same items, per block costs left out: kept when
-       * it is faster per core (and then given the cores in later runs: judge_takeover). */
-      double ratio = device_core_ratio(r, cpu, dev);
-      if (isfinite(ratio) && ratio > 0) *dev_rate = *core_rate * held / ratio;
-    }
+    /* Stopped in flight only when hopeless, and on the block in flight alone once it has run
+     * HLB_EXEC_CORE_DEVICE_JUDGE_S: its earlier blocks carry their launches and its first one
+     * its warm-up (PoCL's first spmv block: 3-4 ms on a quiet machine, over 10 ms on a loaded
+     * one, which released it in flight). */
+    double running = rel_now(r) - r->block_start[dev];
+    *dev_rate = (double)r->block_count[dev] / running;
+    return running >= HLB_EXEC_CORE_DEVICE_JUDGE_S &&
+           *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
   }
+  *dev_rate = judged_rate(d->items, d->busy_s);
+  /* On its first block alone only when that block is long enough to hold a first block's
+   * one-time work several times over. */
+  if (d->blocks < HLB_EXEC_RELEASE_BLOCKS)
+    return d->busy_s >= HLB_EXEC_FIRST_BLOCK_MAX_S &&
+           *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
+  if (!device_judged_enough(ex, dev, d)) return 0;
+  /* Its kernel against the core's on the same items, per block costs left out: kept when it
+   * is faster per core (and then given the cores in later runs: judge_takeover). */
+  double ratio = device_core_ratio(r, cpu, dev);
+  if (isfinite(ratio) && ratio > 0) *dev_rate = *core_rate * held / ratio;
   return *core_rate > 0 && *dev_rate < *core_rate * held;
 }
 

@@ -117,3 +117,16 @@ double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu
   }
   return l.n < 2 ? NAN : hlb__line_slope(&l, NULL);
 }
+
+double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_b,
+                            double launch_s) {
+  double best = 0;
+  for (size_t k = 0; k < n_log; k++) {
+    const hlb_decision *e = &log[k];
+    if (e->pu != dev_b || e->outcome != HLB_OUTCOME_DONE || e->count == 0) continue;
+    double t = block_seconds(e) - launch_s;
+    double rate = t > 0 ? (double)e->count / t : INFINITY;
+    if (rate > best) best = rate;
+  }
+  return best;
+}

@@ -150,12 +150,38 @@ static void test_ratio_unknown(void **st) {
   assert_true(fabs(hlb__judge_core_ratio(log, 3, CPU, DEV, 1, 1) - 1.0) < 0.6);
 }
 
+
+/* A driver-thread device's best block: warm-up blocks (an H100's first matmul blocks: 1 row in
+ * 43 ms, 64 in 61 ms) do not lower it; other PUs' blocks, failed ones and the launch allowance
+ * are accounted for. */
+static void test_best_rate_ignores_warm_up(void **st) {
+  (void)st;
+  hlb_decision log[5] = {
+      {.pu = DEV, .begin = 0, .count = 1, .compute_s = 0.043, .outcome = HLB_OUTCOME_DONE},
+      {.pu = CPU, .begin = 1, .count = 1000, .compute_s = 1e-4, .outcome = HLB_OUTCOME_DONE},
+      {.pu = DEV, .begin = 1001, .count = 64, .compute_s = 0.061, .outcome = HLB_OUTCOME_DONE},
+      {.pu = DEV, .begin = 1065, .count = 27, .compute_s = 1e-4, .transfer_s = 2.5e-4,
+       .outcome = HLB_OUTCOME_DONE},
+      {.pu = DEV, .begin = 1092, .count = 1000, .compute_s = 1e-6, .outcome = HLB_OUTCOME_FAILED},
+  };
+  /* 27 rows in 0.35 ms: 77 143 rows/s; items over busy time would say 92 / 0.10435 = 882. */
+  assert_true(fabs(hlb__judge_best_rate(log, 5, DEV, 0) - 27 / 3.5e-4) < 1e-6 * 27 / 3.5e-4);
+  /* Less a launch allowance of 0.1 ms per block. */
+  assert_true(fabs(hlb__judge_best_rate(log, 5, DEV, 1e-4) - 27 / 2.5e-4) < 1);
+  /* A block no longer than the allowance: nothing can be told, +inf. */
+  assert_true(isinf(hlb__judge_best_rate(log, 5, DEV, 1e-3)));
+  /* Warm-up alone: its blocks are all there is. */
+  assert_true(fabs(hlb__judge_best_rate(log, 3, DEV, 0) - 64 / 0.061) < 1e-6);
+  assert_true(hlb__judge_best_rate(log, 2, CPU + DEV + 1, 0) == 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rate_near_the_devices_items),
       cmocka_unit_test(test_ratio_leaves_out_the_cost_per_block),
       cmocka_unit_test(test_cpu_cost_per_block_left_out),
       cmocka_unit_test(test_ratio_unknown),
+      cmocka_unit_test(test_best_rate_ignores_warm_up),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
