@@ -39,10 +39,14 @@ static void fix_cpu_cores(hlb_exec_pu *pus, unsigned n) {
       if (pus[i].cores == 0) pus[i].cores = cpu_share(devices);
       cpu_cores += pus[i].cores;
     }
+  /* The other devices' driving cores are not the OpenCL device's either: on 16 cores with
+   * PoCL and a GPU, cpu 14, PoCL 1, the GPU's driver 1 (PoCL had 2, and the cpu PU that got
+   * every core back ran 17 threads on 16 cores). */
   unsigned total = hlb__cpu_cores();
+  unsigned others = devices > 0 ? (devices - 1) * HLB_EXEC_CORES_PER_DEVICE : 0;
   for (unsigned i = 0; i < n; i++)
     if (pus[i].backend == HLB_BACKEND_OPENCL && cpu_cores > 0)
-      pus[i].cores = total > cpu_cores ? total - cpu_cores : 1u;
+      pus[i].cores = total > cpu_cores + others ? total - cpu_cores - others : 1u;
 }
 
 int hlb_exec_discover(hlb_exec_pu *pus, unsigned cap, unsigned *n) {
