@@ -3,14 +3,15 @@
 #
 #   bench/apps/bench_all_only.sh [BUILD_DIR]        (default build)
 #
-# For each app, each PU set (`all`, `cpu`, `opencl:0`) gets its own fresh model directory, so
+# For each app, each PU set (`all`, `cpu`, `opencl:0` by default) gets its own fresh model directory, so
 # `all` never sees a stored run of the other sets (bench_apps.sh shares one directory between
 # them, which a user running only `all` would not have). RUNS rounds, each running every set
 # once in turn (policy hlb, models on, the app's default size). Printed per app and set: each
 # round's makespan (`hlb run --json`), the median of rounds 2..RUNS (what the stored models
 # settle to) and, for `all`, that median over the best other set's. Never fails on time.
 #
-# Environment: RUNS (default 5), APPS (default "spmv mandelbrot blackscholes kmeans matmul").
+# Environment: RUNS (default 5), APPS (default "spmv mandelbrot blackscholes kmeans matmul"),
+# PUSETS (default "all cpu opencl:0"; with a GPU, e.g. "all cpu cuda:0").
 set -euo pipefail
 build=${1:-build}
 hlb="$build/tools/hlb/hlb"
@@ -18,7 +19,7 @@ hlb="$build/tools/hlb/hlb"
 command -v jq >/dev/null || { echo "bench_all_only: needs jq" >&2; exit 2; }
 runs=${RUNS:-5}
 apps=${APPS:-"spmv mandelbrot blackscholes kmeans matmul"}
-sets="all cpu opencl:0"
+sets=${PUSETS:-"all cpu opencl:0"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
