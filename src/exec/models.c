@@ -177,7 +177,8 @@ static int run_samples(const hlb_balancer *b, const hlb_decision *log, size_t n_
 /* Stored samples that this run's blocks contradict are replaced, not added to. The policy
  * (hlb: prior_check, prior_tolerance) judges them after its first blocks while the run goes
  * on; a run too short for that is judged here, at its end, by the same rule: the median of
- * measured / predicted time over the run's blocks, predicted by a model fitted to the priors
+ * measured / predicted time over the run's blocks after the PU's first (which may hold a
+ * warm-up; a run of one block is judged on it), predicted by a model fitted to the priors
  * alone, beyond this factor either way. 1.5: hlb's prior_tolerance default. Only blocks
  * within a factor PRIOR_REACH of the priors' sizes count: far outside them a model fitted to
  * small blocks says little (the priors are not wrong, they are silent there). */
@@ -262,8 +263,12 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
      * 1.5x faster per core than it is). */
     int rc =
         run_samples(b, log, n_log, j, -INFINITY, isnan(changed[0]) ? INFINITY : changed[0], &s, &n);
+    /* Its first block left out when it did more, as the policy leaves it out of its check: it
+     * may carry one-time work (a GPU library's set-up: 43 ms for an H100's first one-row
+     * matmul block). A run of one block is judged on it: there is nothing else. */
+    const hlb_sample *judged = n > 1 ? s + 1 : s;
     if (!rc && primed && !forgot[j])
-      forgot[j] = priors_contradicted(m->per_bpu[j], m->n_per_bpu[j], s, n);
+      forgot[j] = priors_contradicted(m->per_bpu[j], m->n_per_bpu[j], judged, n > 1 ? n - 1 : n);
     if (!rc) rc = hlb__model_append(fresh, key, s, n);
     free(s);
     if (!rc && !isnan(changed[1])) rc = append_after_change(ex, b, log, n_log, bidx[j], j, fresh);

@@ -33,9 +33,11 @@
  * - Priors (samples an earlier run stored, hlb_balancer_config.prior) are learnt like
  *   finished blocks, so a PU with priors plans its first block instead of probing. They are
  *   not trusted blindly: if the median of measured / predicted time over the PU's first
- *   `prior_check` blocks is beyond `prior_tolerance` either way (the machine is loaded, the
- *   device changed), the PU forgets its priors, model included, and relearns from this
- *   run's blocks alone. They do not count for best_block (see learn).
+ *   `prior_check` blocks after its first is beyond `prior_tolerance` either way (the machine
+ *   is loaded, the device changed), the PU forgets its priors, model included, and relearns
+ *   from this run's blocks alone. Its first block of the run may carry one-time work (a GPU
+ *   library's set-up) and moves neither the check nor the correction (hlb_done). Priors do
+ *   not count for best_block (see learn).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -77,8 +79,9 @@ static const hlb_param_def hlb_params[P_COUNT] = {
     {"refit_growth", 1.5, 1.01, 100.0,
      "Refit a PU's model when its accepted samples grew by this factor since the last fit."},
     {"prior_check", 3, 1, 8,
-     "Blocks of this run against which an earlier run's stored samples (priors) are checked: "
-     "3, the smallest count with a median that one odd block cannot move."},
+     "Blocks of this run, after its first, against which an earlier run's stored samples "
+     "(priors) are checked: 3, the smallest count with a median that one odd block cannot "
+     "move."},
     {"prior_tolerance", 1.5, 1.01, 100.0,
      "Priors are forgotten when the median measured / predicted time of the first "
      "prior_check blocks is beyond this factor either way (the report's 1.5x band)."},
@@ -116,6 +119,7 @@ typedef struct hpu {
   double check_ratio[8];      /* measured / predicted time of each (prior_check <= 8) */
   hlb_sample check_sample[8]; /* and the blocks themselves, to relearn from */
   unsigned forgot;            /* 1 once priors were found wrong and dropped */
+  unsigned finished;          /* this run's blocks the PU finished (accepted samples) */
   double miss[MISS_RING];     /* |ln(measured / predicted)| of recent blocks */
   double min_t;               /* the shortest accepted block time: >= the fixed cost */
   unsigned miss_n, miss_at;
@@ -288,10 +292,16 @@ static void find_best_block(hlbp *h, unsigned p) {
   q->ycap = fmax(cap, g);
 }
 
-/* prior: s is a stored sample of an earlier run (hlb_prior), not a block of this run. */
-static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior) {
+/* prior: s is a stored sample of an earlier run (hlb_prior), not a block of this run.
+ * warm_up: s is the PU's first block of a run that started from priors (hlb_done): only its
+ * size is learnt, not its time (the balancer's model holds it as a sample all the same). */
+static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_up) {
   hpu *q = &h->pu[p];
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
+  if (warm_up) { /* its time is no block's cost: only its size counts (the grow cap) */
+    if (x > q->u.max_items) q->u.max_items = x;
+    return;
+  }
   double before = q->u.good ? base_time(q, x) : 0.0;
   if (q->u.good >= 2) note_miss(q, before * q->corr, t); /* the first line is a guess */
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
@@ -555,7 +565,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
 static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
   hlbp *h = state;
   if (pu >= h->n || !hlb__plb_sample_ok(s)) return;
-  learn(h, pu, s, 1);
+  learn(h, pu, s, 1, 0);
   h->pu[pu].priors++;
 }
 
@@ -579,7 +589,7 @@ static void forget_priors(hlbp *h, unsigned p) {
   for (unsigned i = 0; i < n; i++) {
     hlb_model_add(h->ctx->models[p], hlb__plb_sample_x(&fresh[i]), fresh[i].compute_s,
                   fresh[i].transfer_s);
-    learn(h, p, &fresh[i], 0);
+    learn(h, p, &fresh[i], 0, 0);
   }
   h->planned = 0;
 }
@@ -601,10 +611,17 @@ static void hlb_done(void *state, unsigned pu, const hlb_sample *s) {
     return;
   }
   hpu *q = &h->pu[pu];
+  /* The first block a PU finishes in a run may carry one-time work that is no block's cost: a
+   * GPU library's set-up and its kernels loaded lazily (an H100's first matmul block of one row:
+   * 43 ms, later 27 rows in 0.35 ms), PoCL's first launch (3-4 ms). With priors to plan from,
+   * that block is neither checked against them nor let move the correction: on the H100 it made
+   * the priors read as wrong, they were forgotten, and the GPU retrained from its warm-up blocks
+   * in every run. A PU without priors learns from it as from its probe. */
+  int warm_up = q->priors > 0 && q->finished++ == 0;
   unsigned need = (unsigned)h->prm[P_PRIOR_CHECK];
-  int checking = q->priors > 0 && q->checked < need;
+  int checking = !warm_up && q->priors > 0 && q->checked < need;
   if (checking) check_priors(h, pu, s);
-  learn(h, pu, s, 0);
+  learn(h, pu, s, 0, warm_up);
   if (!checking || q->checked < need) return;
   double r[8];
   memcpy(r, q->check_ratio, need * sizeof *r);

@@ -437,27 +437,63 @@ static void priors_replace_the_probe(void **state) {
   hlb_balancer_destroy(primed);
 }
 
-/* Priors that say the PU is 10x faster than it is are forgotten after prior_check blocks:
- * the model then holds this run's samples only. */
-static void wrong_priors_are_forgotten(void **state) {
-  (void)state;
-  hlb_sample prior[8];
-  make_priors(prior, 8, 1e7);
-  const hlb_sample *per_pu[2] = {prior, NULL}; /* PU 1 never asks (see above) */
+/* A balancer of 10^7 items over two PUs, PU 1 never asking (see above), PU 0 starting from
+ * the 8 samples `prior` (the balancer takes them when it is created). */
+static hlb_balancer *primed_balancer(const hlb_sample *prior) {
+  const hlb_sample *per_pu[2] = {prior, NULL};
   size_t n_prior[2] = {8, 0};
   hlb_balancer_config c = config(10000000, 2, "hlb", NULL);
   c.prior = per_pu;
   c.n_prior = n_prior;
   hlb_balancer *b = NULL;
   assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  return b;
+}
+
+/* Priors that say the PU is 10x faster than it is are forgotten after prior_check blocks
+ * after the first (which may hold a warm-up): the model then holds those blocks only. */
+static void wrong_priors_are_forgotten(void **state) {
+  (void)state;
+  hlb_sample prior[8];
+  make_priors(prior, 8, 1e7);
+  hlb_balancer *b = primed_balancer(prior);
   run_blocks(b, 3, 1e6, NULL);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8 + 3); /* not yet judged */
+  run_blocks(b, 1, 1e6, NULL);
   assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 3);
   hlb_balancer_destroy(b);
   /* The same priors on a run that agrees with them stay. */
   make_priors(prior, 8, 1e6);
-  assert_int_equal(hlb_balancer_create(&c, &b), 0);
-  run_blocks(b, 3, 1e6, NULL);
-  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8 + 3);
+  b = primed_balancer(prior);
+  run_blocks(b, 4, 1e6, NULL);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8 + 4);
+  hlb_balancer_destroy(b);
+}
+
+/* A first block that holds a one-time warm-up (30x its priors' time, as a GPU library's set-up
+ * made an H100's) neither gets right priors forgotten nor shrinks the next block: the second
+ * block is planned as the first was. */
+static void warm_up_block_keeps_the_priors(void **state) {
+  (void)state;
+  hlb_sample prior[8];
+  make_priors(prior, 8, 1e6);
+  hlb_balancer *b = primed_balancer(prior);
+  double now = 0;
+  size_t first = 0, second = 0;
+  for (unsigned k = 0; k < 5; k++) {
+    hlb_block blk;
+    assert_int_equal(hlb_balancer_next(b, 0, now, &blk), HLB_GRANT);
+    double t = (double)blk.count / 1e6 * (k == 0 ? 30.0 : 1.0);
+    if (k == 0) first = blk.count;
+    if (k == 1) second = blk.count;
+    now += t;
+    hlb_sample s = sample(blk, t, 0, now);
+    assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  }
+  /* Kept: the priors and this run's five blocks. */
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8 + 5);
+  if (second < first / 2)
+    fail_msg("the block after the warm-up is %zu items, the first was %zu", second, first);
   hlb_balancer_destroy(b);
 }
 
@@ -540,6 +576,7 @@ int main(void) {
       cmocka_unit_test(many_blocks_out_of_order),
       cmocka_unit_test(priors_replace_the_probe),
       cmocka_unit_test(wrong_priors_are_forgotten),
+      cmocka_unit_test(warm_up_block_keeps_the_priors),
       cmocka_unit_test(priors_need_a_policy_that_takes_them),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
