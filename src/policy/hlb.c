@@ -83,8 +83,8 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "(priors) are checked: 3, the smallest count with a median that one odd block cannot "
      "move."},
     {"prior_tolerance", 1.5, 1.01, 100.0,
-     "Priors are forgotten when the median measured / predicted time of the first "
-     "prior_check blocks is beyond this factor either way (the report's 1.5x band)."},
+     "Priors are forgotten when the median measured / predicted time of the prior_check "
+     "blocks after a PU's first is beyond this factor either way (the report's 1.5x band)."},
     {"tail_idle", 0.02, 0.0, 1.0,
      "Misprediction guard: a block is kept small enough that, mispredicted as badly as the "
      "PU's recent blocks were (the mean over the last 8), it leaves the others idle at most "
