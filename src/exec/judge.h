@@ -62,7 +62,6 @@ double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu
  * blocks of 1 and 64 rows took 43 and 61 ms, the next ones 0.35 ms for 27 rows; the run's
  * items over its busy time then read 105 rows/s, below one core's 123, and the GPU that does
  * 77 000 rows/s was released. */
-double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_b,
-                            double launch_s);
+double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_b, double launch_s);
 
 #endif

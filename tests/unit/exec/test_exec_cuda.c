@@ -225,7 +225,6 @@ static void test_session_new_shared(void **st) {
   hlb_executor_destroy(ex);
 }
 
-
 /* A first block that carries a long one-time warm-up (cuBLAS's handle and lazily loaded
  * kernels took 43 and 61 ms in an H100's first two matmul blocks) does not get the GPU released
  * when it sits beside the automatic cpu PU, as `--pus all` puts it: the GPU is judged on its

@@ -150,7 +150,6 @@ static void test_ratio_unknown(void **st) {
   assert_true(fabs(hlb__judge_core_ratio(log, 3, CPU, DEV, 1, 1) - 1.0) < 0.6);
 }
 
-
 /* A driver-thread device's best block: warm-up blocks (an H100's first matmul blocks: 1 row in
  * 43 ms, 64 in 61 ms) do not lower it; other PUs' blocks, failed ones and the launch allowance
  * are accounted for. */
@@ -160,7 +159,11 @@ static void test_best_rate_ignores_warm_up(void **st) {
       {.pu = DEV, .begin = 0, .count = 1, .compute_s = 0.043, .outcome = HLB_OUTCOME_DONE},
       {.pu = CPU, .begin = 1, .count = 1000, .compute_s = 1e-4, .outcome = HLB_OUTCOME_DONE},
       {.pu = DEV, .begin = 1001, .count = 64, .compute_s = 0.061, .outcome = HLB_OUTCOME_DONE},
-      {.pu = DEV, .begin = 1065, .count = 27, .compute_s = 1e-4, .transfer_s = 2.5e-4,
+      {.pu = DEV,
+       .begin = 1065,
+       .count = 27,
+       .compute_s = 1e-4,
+       .transfer_s = 2.5e-4,
        .outcome = HLB_OUTCOME_DONE},
       {.pu = DEV, .begin = 1092, .count = 1000, .compute_s = 1e-6, .outcome = HLB_OUTCOME_FAILED},
   };
