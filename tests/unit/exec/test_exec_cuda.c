@@ -87,6 +87,14 @@ static void assert_all_once(const hlb_exec_stats *s) {
   check(scale[0]);
 }
 
+/* Run cl over N items with options o (NULL: defaults) into *s; the run must succeed and do
+ * every item once. */
+static void run_all_once(hlb_executor *ex, const hlb_codelet *cl, const hlb_exec_options *o,
+                         hlb_exec_stats *s, const char *what) {
+  if (hlb_executor_run(ex, cl, N, o, s)) fail_msg("%s: %s", what, hlb_last_error());
+  assert_all_once(s);
+}
+
 static void run_every_policy(const char *spec) {
   unsigned n = 0;
   hlb_executor *ex = open_spec(spec, &n);
@@ -97,9 +105,7 @@ static void run_every_policy(const char *spec) {
     o.policy = hlb_policy_at(p)->name;
     o.keep_weak_devices = 1; /* the GPU judged on its merits is not what this test checks */
     hlb_exec_stats s = {0};
-    if (hlb_executor_run(ex, &cl, N, &o, &s))
-      fail_msg("%s, policy %s: %s", spec, o.policy, hlb_last_error());
-    assert_all_once(&s);
+    run_all_once(ex, &cl, &o, &s, o.policy);
     assert_true(s.per_pu[n - 1].items > 0);
     hlb_exec_stats_clear(&s);
   }
@@ -138,7 +144,7 @@ static void test_missing_device(void **st) {
   if (rc == 0) rc = hlb_executor_create(&pu, 1, &ex);
   assert_int_not_equal(rc, 0);
   assert_null(ex);
-  if (!strstr(hlb_last_error(), "cuda:63") && !strstr(hlb_last_error(), "63"))
+  if (!strstr(hlb_last_error(), "63"))
     fail_msg("the error does not name the device: %s", hlb_last_error());
 }
 
@@ -158,8 +164,7 @@ static void test_injected_failures(void **st) {
   o.inject_count = 1;
   hlb_codelet cl = codelet();
   hlb_exec_stats s = {0};
-  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("one failure: %s", hlb_last_error());
-  assert_all_once(&s);
+  run_all_once(ex, &cl, &o, &s, "one failure");
   assert_int_equal(s.per_pu[1].failed_blocks, 1);
   assert_int_equal(s.per_pu[1].retired, 0);
   hlb_exec_stats_clear(&s);
@@ -167,8 +172,7 @@ static void test_injected_failures(void **st) {
   o.inject_from = 1;
   o.inject_count = 0;
   cl = codelet();
-  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("every block fails: %s", hlb_last_error());
-  assert_all_once(&s);
+  run_all_once(ex, &cl, &o, &s, "every block fails");
   assert_int_equal(s.per_pu[1].retired, 1);
   assert_int_equal(s.per_pu[1].items, 0);
   assert_int_equal(s.per_pu[0].items, N);
@@ -195,8 +199,7 @@ static void test_refused_launch(void **st) {
   hlb_exec_options_default(&o);
   o.keep_weak_devices = 1;
   hlb_exec_stats s = {0};
-  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("beside cpu: %s", hlb_last_error());
-  assert_all_once(&s);
+  run_all_once(ex, &cl, &o, &s, "beside cpu");
   assert_int_equal(s.per_pu[1].retired, 1);
   assert_int_equal(s.per_pu[1].items, 0);
   /* The backend's words and CUDA's reason (an invalid launch configuration). */
@@ -217,8 +220,7 @@ static void test_session_new_shared(void **st) {
     scale[0] = pass ? 5.0 : 3.0;
     hlb_codelet cl = codelet();
     hlb_exec_stats s = {0};
-    if (hlb_executor_run(ex, &cl, N, NULL, &s)) fail_msg("pass %d: %s", pass, hlb_last_error());
-    assert_all_once(&s);
+    run_all_once(ex, &cl, NULL, &s, pass ? "second pass" : "first pass");
     hlb_exec_stats_clear(&s);
   }
   scale[0] = 3.0;
@@ -231,11 +233,8 @@ static void test_session_new_shared(void **st) {
  * best block, and it does a large part of the items. */
 static void test_warm_up_not_released(void **st) {
   (void)st;
-  hlb_exec_pu pus[2];
   unsigned n = 0;
-  assert_int_equal(hlb_exec_parse_pus("cpu,cuda:0", pus, 2, &n), 0);
-  hlb_executor *ex = NULL;
-  if (hlb_executor_create(pus, n, &ex)) fail_msg("cpu,cuda:0: %s", hlb_last_error());
+  hlb_executor *ex = open_spec("cpu,cuda:0", &n);
   hlb_codelet cl = codelet();
   cl.cuda = hlb_test_cuda_warm_up_once;
   cl.cpu = cpu_slow_affine;
@@ -243,8 +242,7 @@ static void test_warm_up_not_released(void **st) {
   hlb_exec_options_default(&o);
   o.models = HLB_MODELS_OFF;
   hlb_exec_stats s = {0};
-  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
-  assert_all_once(&s);
+  run_all_once(ex, &cl, &o, &s, "warm-up first block");
   if (s.per_pu[1].released || s.per_pu[1].items < N / 4)
     fail_msg("cuda:0 did %zu of %d items (released: %d, %s)", s.per_pu[1].items, N,
              s.per_pu[1].released, s.per_pu[1].release_reason);
