@@ -274,8 +274,13 @@ static void remember_block_locked(run_ctx *r, unsigned p, unsigned bpu, const hl
   };
 }
 
+/* How many of PU p's newest finished blocks its ring holds. */
+static size_t recent_count(const run_ctx *r, unsigned p) {
+  return r->n_recent[p] < HLB__JUDGE_RECENT ? r->n_recent[p] : HLB__JUDGE_RECENT;
+}
+
 static size_t copy_recent(const run_ctx *r, unsigned p, hlb_decision *out) {
-  size_t n = r->n_recent[p] < HLB__JUDGE_RECENT ? r->n_recent[p] : HLB__JUDGE_RECENT;
+  size_t n = recent_count(r, p);
   memcpy(out, r->recent[p], n * sizeof *out);
   return n;
 }
@@ -330,9 +335,9 @@ static double device_core_ratio(const run_ctx *r, int cpu, unsigned dev) {
 static int driver_device_weak(const run_ctx *r, unsigned dev, int cpu, unsigned held,
                               double *dev_rate, double *core_rate) {
   if (r->st[dev].blocks < HLB_EXEC_RELEASE_BLOCKS) return 0;
-  hlb_decision own[HLB__JUDGE_RECENT];
-  size_t n = copy_recent(r, dev, own);
-  double best = hlb__judge_best_rate(own, n, (unsigned)r->bpu_of[dev], HLB_EXEC_LAUNCH_MAX_S);
+  /* The ring as it lies: the best of its blocks does not depend on their order. */
+  double best = hlb__judge_best_rate(r->recent[dev], recent_count(r, dev), (unsigned)r->bpu_of[dev],
+                                     HLB_EXEC_LAUNCH_MAX_S);
   if (r->in_block[dev]) {
     double running = rel_now(r) - r->block_start[dev];
     double so_far = running > 0 ? (double)r->block_count[dev] / running : INFINITY;
