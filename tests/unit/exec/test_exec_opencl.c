@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -756,6 +757,58 @@ static void test_samples_after_release_keyed_by_cores(void **st) {
   remove_dir(dir);
 }
 
+/* The heavy cpu kernel, whose first call of a run also waits 100 ms: a thread team started
+ * on many cores, pages touched first. */
+static int cpu_calls;
+static int cpu_heavy_warm_up(const hlb_exec_call *c) {
+  if (__atomic_fetch_add(&cpu_calls, 1, __ATOMIC_SEQ_CST) == 0) {
+    struct timespec warm_up = {.tv_nsec = 100000000};
+    nanosleep(&warm_up, NULL);
+  }
+  return cpu_heavy(c);
+}
+
+/* The cpu PU's first block of a run is not what the device beside it is judged against: here
+ * it waits 100 ms (the warm-up a 16-core machine showed, 60x its next block), while the device,
+ * throttled 4x so that it is slower per core than the cpu PU, takes the items right after it.
+ * Compared with that block the device looked several times faster per core and later runs
+ * gave it the cpu PU's cores. Models on, so that a takeover would be decided and said. */
+static void test_cpu_warm_up_not_judged(void **st) {
+  (void)st;
+  char dir[] = "/tmp/hlb-warm-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_exec_pu pus[2];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
+  pus[1].throttle = 4;
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  hlb_codelet cl = heavy_codelet("heavy-warm-up");
+  cl.cpu = cpu_heavy_warm_up;
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "greedy";
+  o.params = "chunk=20"; /* 200 blocks: each PU's first stays among its newest kept */
+  o.models = HLB_MODELS_ON;
+  o.model_dir = dir;
+  hlb_exec_stats s = {0};
+  cpu_calls = 0;
+  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+  check();
+  assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+  hlb_executor_destroy(ex);
+  if (s.pu[1].cores == 0 || s.pu[0].cores == 0) { /* a GPU, or one core: nothing to give */
+    hlb_exec_stats_clear(&s);
+    remove_dir(dir);
+    return;
+  }
+  assert_true(s.per_pu[0].blocks > 2);
+  if (strstr(s.per_pu[1].release_reason, "later runs give it its cores"))
+    fail_msg("judged against the cpu PU's warm-up: %s", s.per_pu[1].release_reason);
+  hlb_exec_stats_clear(&s);
+  remove_dir(dir);
+}
+
 int main(void) {
   if (!hlb_backend_built(HLB_BACKEND_OPENCL) || hlb_backend_devices(HLB_BACKEND_OPENCL) == 0) {
     printf("no OpenCL device: skipped\n");
@@ -772,6 +825,7 @@ int main(void) {
       cmocka_unit_test(test_device_alone_faster_takes_cores),
       cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
+      cmocka_unit_test(test_cpu_warm_up_not_judged),
       cmocka_unit_test(test_session_keeps_kernel),
       cmocka_unit_test(test_session_changed_source),
       cmocka_unit_test(test_session_bad_source_later),
