@@ -55,11 +55,10 @@ typedef struct run_ctx {
    * never judged). Guarded by mu. */
   hlb_decision (*recent)[HLB__JUDGE_RECENT];
   size_t *n_recent;
-  /* Per PU that takes part, in the balancer's numbering: the executor's index, the driver,
-   * its thread and whether it started. */
+  /* Per PU that takes part, in the balancer's numbering: the executor's index, the driver
+   * and whether it started on its thread (the executor's, pu_thread.h). */
   unsigned *bidx;
   struct driver *drv;
-  pthread_t *th;
   int *started;
   size_t n_items;
 } run_ctx;
@@ -716,9 +715,8 @@ static const hlb__transport local_transport = {.next = local_next,
                                                .fail = local_fail,
                                                .leave = local_leave};
 
-static void *drive(void *arg) {
+static void drive(void *arg) {
   hlb__driver_loop(arg);
-  return NULL;
 }
 
 int hlb__codelet_check(const hlb_codelet *cl, size_t n_items) {
@@ -878,13 +876,15 @@ static void init_driver(run_ctx *r, driver *d, unsigned i, unsigned bpu) {
   snprintf(d->core.label, sizeof d->core.label, "pu '%s'", ex->pu[i].name);
 }
 
-static void start_drivers(run_ctx *r, driver *drv, pthread_t *th, int *started,
-                          const unsigned *bidx, unsigned nb) {
+/* Each PU's driver runs on the executor's thread for that PU (pu_thread.h: kept from run to
+ * run, so a cpu kernel's OpenMP team is made once per session, not once per run). */
+static void start_drivers(run_ctx *r, driver *drv, int *started, const unsigned *bidx,
+                          unsigned nb) {
   r->alive = nb;
   r->t0 = hlb__now();
   for (unsigned j = 0; j < nb; j++) {
     init_driver(r, &drv[j], bidx[j], j);
-    started[j] = pthread_create(&th[j], NULL, drive, &drv[j].core) == 0;
+    started[j] = hlb__pu_thread_post(&r->ex->thread[bidx[j]], drive, &drv[j].core) == 0;
     if (!started[j]) {
       /* Threads already started finish the work; this PU simply takes none. */
       pthread_mutex_lock(&r->mu);
@@ -926,7 +926,6 @@ static void free_run(run_ctx *r) {
   free(r->abandoned);
   free(r->bidx);
   free(r->drv);
-  free(r->th);
   free(r->started);
   free(r->recent);
   free(r->n_recent);
@@ -944,9 +943,8 @@ static run_ctx *alloc_run(unsigned n) {
            (r->block_count = calloc(n, sizeof(size_t))) &&
            (r->block = calloc(n, sizeof *r->block)) && (r->committing = calloc(n, sizeof(int))) &&
            (r->abandoned = calloc(n, sizeof(int))) && (r->bidx = calloc(n, sizeof(unsigned))) &&
-           (r->drv = calloc(n, sizeof *r->drv)) && (r->th = calloc(n, sizeof *r->th)) &&
-           (r->started = calloc(n, sizeof(int))) && (r->recent = calloc(n, sizeof *r->recent)) &&
-           (r->n_recent = calloc(n, sizeof(size_t)));
+           (r->drv = calloc(n, sizeof *r->drv)) && (r->started = calloc(n, sizeof(int))) &&
+           (r->recent = calloc(n, sizeof *r->recent)) && (r->n_recent = calloc(n, sizeof(size_t)));
   if (ok) return r;
   free_run(r);
   return NULL;
@@ -990,9 +988,9 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
   if (rc == 0) {
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
-    start_drivers(r, r->drv, r->th, r->started, bidx, nb);
+    start_drivers(r, r->drv, r->started, bidx, nb);
     for (unsigned j = 0; j < nb; j++)
-      if (r->started[j]) pthread_join(r->th[j], NULL);
+      if (r->started[j]) hlb__pu_thread_wait(&ex->thread[bidx[j]]);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     judge_takeover(r);

@@ -5,6 +5,7 @@
 #include "exec/backend.h"
 #include "exec/driver.h"
 #include "exec/model_store.h"
+#include "exec/pu_thread.h"
 #include "hlb/exec.h"
 
 /* What earlier runs of an executor measured, per codelet (exec/models.c). */
@@ -62,6 +63,9 @@ struct hlb_executor {
   hlb__kept **kept;
   unsigned *n_kept;
   hlb__stage *stage;
+  /* Each PU's driver thread, started by its first run and kept until the executor is
+   * destroyed (pu_thread.h). */
+  hlb__pu_thread *thread;
 };
 
 /* exec/session.c. Prepare codelet cl on PU i for a run: the kept kernel when its source is

@@ -164,10 +164,11 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
     ex->kept = calloc(n, sizeof *ex->kept);
     ex->n_kept = calloc(n, sizeof *ex->n_kept);
     ex->stage = calloc(n, sizeof *ex->stage);
+    ex->thread = calloc(n, sizeof *ex->thread);
   }
   if (!ex || !ex->pu || !ex->ops || !ex->dev || !ex->rate || !ex->released || !ex->release_reason ||
       !ex->cores_given || !ex->cores_changed_s || !ex->takes_cores || !ex->kept || !ex->n_kept ||
-      !ex->stage) {
+      !ex->stage || !ex->thread) {
     hlb_executor_destroy(ex);
     return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory for %u PUs", n);
   }
@@ -194,6 +195,10 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
 
 void hlb_executor_destroy(hlb_executor *ex) {
   if (!ex) return;
+  /* The driver threads first: they may hold per-thread state of a device's library. */
+  for (unsigned i = 0; ex->thread && i < ex->n; i++)
+    hlb__pu_thread_stop(&ex->thread[i]);
+  free(ex->thread);
   /* The session's kernels and buffers live in the devices: released before they close. */
   hlb__session_free(ex);
   for (unsigned i = 0; i < ex->n; i++)

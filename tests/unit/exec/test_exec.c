@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <cJSON.h>
@@ -280,6 +281,45 @@ static void test_runs_carry_models(void **st) {
   hlb_executor_destroy(ex);
 }
 
+/* Threads the kernel ran on: each gets a number the first time (thread-local storage starts
+ * at 0 in a new thread, and a new thread may reuse a joined one's pthread_t). */
+static int threads_seen;
+static _Thread_local int thread_number;
+
+static int thread_noting_kernel(const hlb_exec_call *c) {
+  if (!thread_number) thread_number = __atomic_add_fetch(&threads_seen, 1, __ATOMIC_SEQ_CST);
+  struct timespec pause = {.tv_nsec = 200000}; /* so that both PUs take blocks */
+  nanosleep(&pause, NULL);
+  return count_kernel(c);
+}
+
+/* Each PU's kernel runs on the same thread in every run of an executor (a cpu kernel's OpenMP
+ * team, made by that thread, is then made once per session), and each run still processes
+ * every item once. Destroying the executor ends the threads (the sanitizer build checks that
+ * nothing is left). */
+static void test_driver_threads_kept(void **st) {
+  (void)st;
+  hlb_executor *ex = two_cpus(1);
+  counting w;
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "greedy";
+  o.params = "chunk=50";
+  o.models = HLB_MODELS_OFF;
+  threads_seen = 0;
+  for (int run = 0; run < 3; run++) {
+    hlb_codelet cl = counting_codelet(&w);
+    cl.cpu = thread_noting_kernel;
+    hlb_exec_stats s = {0};
+    assert_int_equal(hlb_executor_run(ex, &cl, N_ITEMS, &o, &s), 0);
+    assert_once(&w, N_ITEMS);
+    assert_true(s.per_pu[0].items > 0 && s.per_pu[1].items > 0);
+    hlb_exec_stats_clear(&s);
+  }
+  assert_int_equal(threads_seen, 2);
+  hlb_executor_destroy(ex);
+}
+
 static void test_models_mode_names(void **st) {
   (void)st;
   int m = -1;
@@ -343,6 +383,7 @@ int main(void) {
       cmocka_unit_test(test_throttle_and_trace),
       cmocka_unit_test(test_runs_carry_models),
       cmocka_unit_test(test_runs_carry_item_costs),
+      cmocka_unit_test(test_driver_threads_kept),
       cmocka_unit_test(test_models_mode_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
