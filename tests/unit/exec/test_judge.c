@@ -130,6 +130,30 @@ static void test_cpu_cost_per_block_left_out(void **st) {
   assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1) - 1.0) < 0.1);
 }
 
+/* A cpu block of fewer items than cores keeps only that many cores busy: one-item blocks of
+ * 1 ms each on 14 cores are 1 ms of one core per item, not 14; 28 items in 2 ms are two rounds
+ * of 14, again 1 ms a core per item. */
+static void test_small_cpu_blocks_use_few_cores(void **st) {
+  (void)st;
+  hlb_decision log[8];
+  size_t n = 0, at = 0;
+  const size_t counts[4] = {1, 1, 28, 1};
+  const double secs[4] = {1e-3, 1e-3, 2e-3, 1e-3};
+  for (int k = 0; k < 4; k++) {
+    log[n++] = (hlb_decision){.pu = CPU,
+                              .begin = at,
+                              .count = counts[k],
+                              .compute_s = secs[k],
+                              .outcome = HLB_OUTCOME_DONE};
+    at += counts[k];
+    log[n++] = (hlb_decision){
+        .pu = DEV, .begin = at, .count = 4, .compute_s = 1e-3, .outcome = HLB_OUTCOME_DONE};
+    at += 4;
+  }
+  double near = hlb__judge_cpu_rate_near(log, n, CPU, DEV, 14, 0);
+  if (!(fabs(near / 1000.0 - 1.0) < 0.05)) fail_msg("cpu rate per core %g, expected 1000", near);
+}
+
 /* Nothing to go by: no cpu block, one device block, a block still running. */
 static void test_ratio_unknown(void **st) {
   (void)st;
@@ -183,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_rate_near_the_devices_items),
       cmocka_unit_test(test_ratio_leaves_out_the_cost_per_block),
       cmocka_unit_test(test_cpu_cost_per_block_left_out),
+      cmocka_unit_test(test_small_cpu_blocks_use_few_cores),
       cmocka_unit_test(test_ratio_unknown),
       cmocka_unit_test(test_best_rate_ignores_warm_up),
   };
