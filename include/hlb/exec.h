@@ -89,7 +89,11 @@ typedef struct hlb_exec_call {
   void *out;                               /* the block's output, out_bytes_per_item * count */
   const void *shared[HLB_EXEC_MAX_SHARED]; /* the codelet's shared inputs, on the PU */
   void *user;                              /* hlb_codelet.user */
-  unsigned threads;                        /* cpu: cores of this PU, for OpenMP num_threads */
+  /* cpu: cores of this PU, for OpenMP num_threads. The executor's judge of a device beside
+   * the cpu PU assumes the kernel parallelises over the block's items (a block of fewer items
+   * than threads keeps that many cores busy). The kernel runs on the PU's driver thread, the
+   * same in every run of the executor, so an OpenMP team is made once. */
+  unsigned threads;
   void *queue;                             /* opencl: cl_command_queue; cuda: cudaStream_t */
   unsigned device;                         /* device index within the backend */
 } hlb_exec_call;
