@@ -156,35 +156,80 @@ int hlb__curve_monotone(const hlb_curve *c, double x_lo, double x_max, unsigned 
   return grid_ok(c, x_lo, x_max, grid_points, 1) && grid_ok(c, x_lo, x_max, grid_points, 0);
 }
 
-/* hlb__curve_monotone for many curves on one range: the grids' points (a pow each on the
- * geometric one) computed once. Up to MONO_GRID_MAX points each; beyond, computed per curve. */
+/* hlb__curve_monotone for many curves on one range, from points computed once: each grid
+ * point's x, u = x / scale, e^u and ln u, so that checking a candidate costs no pow, exp or log
+ * (they were half of a monotonicity check). The curve and its slope are evaluated with the very
+ * expressions of hlb_curve_compute and hlb_curve_slope on those values, so every check gives the
+ * same answer as hlb__curve_monotone's. Every model of one balancer fits on the same range and
+ * scale ((1, n_items], scale n_items), so the last grid is kept per thread and reused: with
+ * 10^4 PUs the points were computed again in every fit (docs/mpi-executor.md). Up to
+ * MONO_GRID_MAX points each; beyond, computed per curve. */
 #define MONO_GRID_MAX 256
+typedef struct mono_pt {
+  double x, u, e, l;
+} mono_pt;
 typedef struct mono_grid {
-  double x_lo, x_max;
+  double x_lo, x_max, scale;
   unsigned n;
-  int kept; /* the points below are filled */
-  double geo[MONO_GRID_MAX], lin[MONO_GRID_MAX];
+  int kept;  /* the points below are filled */
+  int valid; /* the key above is set */
+  mono_pt geo[MONO_GRID_MAX], lin[MONO_GRID_MAX];
 } mono_grid;
 
-static void mono_grid_init(mono_grid *g, double x_lo, double x_max, unsigned n) {
+static _Thread_local mono_grid mono_last;
+
+static void mono_pt_set(mono_pt *p, double x, double scale) {
+  p->x = x;
+  p->u = x / scale;
+  p->e = exp(p->u);
+  p->l = log(p->u);
+}
+
+static const mono_grid *mono_grid_get(double x_lo, double x_max, unsigned n, double scale) {
+  mono_grid *g = &mono_last;
+  if (g->valid && g->x_lo == x_lo && g->x_max == x_max && g->n == n && g->scale == scale) return g;
   g->x_lo = x_lo;
   g->x_max = x_max;
+  g->scale = scale;
   g->n = n;
   g->kept = x_lo < x_max && n <= MONO_GRID_MAX;
+  g->valid = 1;
   for (unsigned i = 0; g->kept && i < n; i++) {
-    g->geo[i] = grid_x(x_lo, x_max, n, 1, i);
-    g->lin[i] = grid_x(x_lo, x_max, n, 0, i);
+    mono_pt_set(&g->geo[i], grid_x(x_lo, x_max, n, 1, i), scale);
+    mono_pt_set(&g->lin[i], grid_x(x_lo, x_max, n, 0, i), scale);
   }
+  return g;
+}
+
+/* grid_point_ok at a kept point: hlb_curve_compute and compute_slope written out on its u, e^u
+ * and ln u (c->scale is the grid's). */
+static int kept_point_ok(const hlb_curve *c, const mono_pt *p, double *prev) {
+  const double *k = c->coef;
+  double u = p->u;
+  int ex = k[HLB_TERM_EXP] != 0.0 || k[HLB_TERM_UEXP] != 0.0;
+  int lg = k[HLB_TERM_LOG] != 0.0 || k[HLB_TERM_ULOG] != 0.0;
+  double y = k[HLB_TERM_CONST] + u * (k[HLB_TERM_U] + u * (k[HLB_TERM_U2] + u * k[HLB_TERM_U3]));
+  if (ex) y += p->e * (k[HLB_TERM_EXP] + u * k[HLB_TERM_UEXP]);
+  if (lg) y += p->l * (k[HLB_TERM_LOG] + u * k[HLB_TERM_ULOG]);
+  if (!(y > 0.0) || !isfinite(y)) return 0;
+  if (y < *prev - HLB__MONO_DIP_REL * fabs(*prev)) return 0;
+  double d = k[HLB_TERM_U] + u * (2.0 * k[HLB_TERM_U2] + 3.0 * u * k[HLB_TERM_U3]);
+  if (ex) d += p->e * (k[HLB_TERM_EXP] + k[HLB_TERM_UEXP] * (1.0 + u));
+  if (lg) d += k[HLB_TERM_LOG] / u + k[HLB_TERM_ULOG] * (p->l + 1.0);
+  double slope = (d / c->scale + c->transfer_per_item) - c->transfer_per_item;
+  if (slope * p->x < -HLB__MONO_SLOPE_REL * y) return 0;
+  *prev = y;
+  return 1;
 }
 
 static int mono_grid_ok(const mono_grid *g, const hlb_curve *c) {
   if (!g->kept) return hlb__curve_monotone(c, g->x_lo, g->x_max, g->n);
   double prev = -INFINITY;
   for (unsigned i = 0; i < g->n; i++)
-    if (!grid_point_ok(c, g->geo[i], &prev)) return 0;
+    if (!kept_point_ok(c, &g->geo[i], &prev)) return 0;
   prev = -INFINITY;
   for (unsigned i = 0; i < g->n; i++)
-    if (!grid_point_ok(c, g->lin[i], &prev)) return 0;
+    if (!kept_point_ok(c, &g->lin[i], &prev)) return 0;
   return 1;
 }
 
@@ -326,7 +371,7 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
       keep = rc == 0; /* as solve_all skipped it; its extensions are still tried */
       if (keep) cd->score = loo_score(w->m, cd, ainv);
     } else {
-      cd->score = aicc(s->sn, kk, cd->rss);
+      cd->score = NAN; /* AICc: scored in choose, only where it can matter */
     }
     w->n += keep;
     if (kk < w->max_k) {
@@ -399,31 +444,14 @@ static int cand_cmp_small(const void *pa, const void *pb) {
   return cand_cmp(pa, pb);
 }
 
-/* Order the candidates: the AICc parsimony band (within aicc_delta of the best) fewest terms
- * first, then everything else by cand_cmp. The monotone test then takes the first that
- * passes, so a simpler curve is preferred whenever the data do not argue for more. */
-static void order(const hlb_model *m, cand **c, int n) {
-  qsort(c, (size_t)n, sizeof *c, cand_cmp);
-  if (n == 0 || m->opt.criterion != HLB_SELECT_AICC || isnan(c[0]->score)) return;
-  int band = 1;
-  while (band < n && !isnan(c[band]->score) && c[band]->score <= c[0]->score + m->opt.aicc_delta)
-    band++;
-  qsort(c, (size_t)band, sizeof *c, cand_cmp_small);
-}
-
-static int choose(hlb_model *m, cand *cands, int n, double x_max) {
-  cand *ord[1u << HLB__NT];
-  for (int i = 0; i < n; i++)
-    ord[i] = &cands[i];
-  order(m, ord, n);
-  double x_lo = fmin(fmin(1.0, m->x_min), x_max);
-  mono_grid grid;
-  mono_grid_init(&grid, x_lo, x_max, m->opt.grid_points);
+/* The first candidate of ord[0..n) whose curve is positive and non-decreasing on the grid
+ * becomes the fit (transfer line added); 1 when none is. */
+static int take_first_monotone(hlb_model *m, cand *const *ord, int n, const mono_grid *grid) {
   for (int i = 0; i < n; i++) {
     const cand *best = ord[i];
     hlb_curve c = {.scale = m->scale};
     memcpy(c.coef, best->coef, sizeof c.coef);
-    if (!mono_grid_ok(&grid, &c)) continue;
+    if (!mono_grid_ok(grid, &c)) continue;
     int rc = fit_transfer(m, &c);
     if (rc) return rc;
     m->curve = c;
@@ -433,6 +461,68 @@ static int choose(hlb_model *m, cand *cands, int n, double x_max) {
     m->fitted = 1;
     return 0;
   }
+  return 1;
+}
+
+/* The order the candidates are tried in: the AICc parsimony band (within aicc_delta of the
+ * best score) fewest terms first, then everything else by cand_cmp, so a simpler curve is
+ * preferred whenever the data do not argue for more. The monotone test takes the first that
+ * passes, nearly always one in the band, so with AICc the rest is scored and sorted only when
+ * the whole band fails: a fit used to sort all 255 subsets and take a log for each (a quarter
+ * of a fit). The band is found without scoring every subset: AICc is n ln(rss / n) + pen(k),
+ * increasing in rss for a given k, so the best score is the best of the smallest rss of each k,
+ * and a subset can only be in the band when its rss is at most n exp((best + delta - pen(k)) /
+ * n); that bound, widened by 1e-6 (far more than the rounding of either side), picks the
+ * subsets whose score is computed and compared exactly. The order is the same as sorting
+ * every candidate by score (tests/unit/model/test_model.c, lazy_order_is_full_order). */
+static int choose(hlb_model *m, cand *cands, int n, double x_max) {
+  cand *ord[1u << HLB__NT];
+  double x_lo = fmin(fmin(1.0, m->x_min), x_max);
+  const mono_grid *grid = mono_grid_get(x_lo, x_max, m->opt.grid_points, m->scale);
+  int n_band = 0, n_rest = 0, rc;
+  if (m->opt.criterion == HLB_SELECT_AICC) {
+    double sn = m->f.sn, min_rss[HLB__NT + 1], best = INFINITY;
+    for (int k = 0; k <= HLB__NT; k++)
+      min_rss[k] = INFINITY;
+    for (int i = 0; i < n; i++)
+      if (cands[i].rss < min_rss[cands[i].k]) min_rss[cands[i].k] = cands[i].rss;
+    for (int k = 1; k <= HLB__NT; k++) {
+      double sc = min_rss[k] < INFINITY ? aicc(sn, k, min_rss[k]) : NAN;
+      if (sc < best) best = sc;
+    }
+    if (best < INFINITY) {
+      double limit = best + m->opt.aicc_delta, thr[HLB__NT + 1];
+      for (int k = 1; k <= HLB__NT; k++) {
+        double pen = aicc(sn, k, sn); /* ln(sn / sn) = 0: the penalty alone */
+        thr[k] = isnan(pen) ? -INFINITY : sn * exp((limit - pen) / sn) * (1.0 + 1e-6);
+      }
+      /* The least score exactly, whatever the rounding of ln: it is among those scored. */
+      for (int i = 0; i < n; i++) {
+        cand *c = &cands[i];
+        c->score = c->rss <= thr[c->k] ? aicc(sn, c->k, c->rss) : NAN;
+        if (c->score < best) best = c->score;
+      }
+      limit = best + m->opt.aicc_delta;
+      for (int i = 0; i < n; i++) {
+        if (cands[i].score <= limit)
+          ord[n_band++] = &cands[i];
+        else
+          ord[n - 1 - n_rest++] = &cands[i]; /* scored below if the band fails */
+      }
+      qsort(ord, (size_t)n_band, sizeof *ord, cand_cmp_small);
+      if ((rc = take_first_monotone(m, ord, n_band, grid)) <= 0) return rc;
+    } else {
+      for (int i = 0; i < n; i++)
+        ord[n_rest++] = &cands[i];
+    }
+    for (int i = n_band; i < n; i++)
+      ord[i]->score = aicc(sn, ord[i]->k, ord[i]->rss);
+  } else {
+    for (int i = 0; i < n; i++)
+      ord[i] = &cands[i];
+  }
+  qsort(ord + n_band, (size_t)(n - n_band), sizeof *ord, cand_cmp);
+  if ((rc = take_first_monotone(m, ord + n_band, n - n_band, grid)) <= 0) return rc;
   return hlb__error(HLB_ENUMERIC,
                     "model fit: no subset of the allowed terms (mask 0x%x) gives a positive, "
                     "non-decreasing curve on (0, %g]",
