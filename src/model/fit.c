@@ -475,7 +475,7 @@ static int take_first_monotone(hlb_model *m, cand *const *ord, int n, const mono
  * n); that bound, widened by 1e-6 (far more than the rounding of either side), picks the
  * subsets whose score is computed and compared exactly. The order is the same as sorting
  * every candidate by score (tests/unit/model/test_model.c, lazy_order_is_full_order). */
-static int choose(hlb_model *m, cand *cands, int n, double x_max) {
+static int choose(hlb_model *m, cand *cands, int n, double x_max, int partial) {
   cand *ord[1u << HLB__NT];
   double x_lo = fmin(fmin(1.0, m->x_min), x_max);
   const mono_grid *grid = mono_grid_get(x_lo, x_max, m->opt.grid_points, m->scale);
@@ -522,7 +522,7 @@ static int choose(hlb_model *m, cand *cands, int n, double x_max) {
       ord[i] = &cands[i];
   }
   qsort(ord + n_band, (size_t)(n - n_band), sizeof *ord, cand_cmp);
-  if ((rc = take_first_monotone(m, ord + n_band, n - n_band, grid)) <= 0) return rc;
+  if ((rc = take_first_monotone(m, ord + n_band, n - n_band, grid)) <= 0 || partial) return rc;
   return hlb__error(HLB_ENUMERIC,
                     "model fit: no subset of the allowed terms (mask 0x%x) gives a positive, "
                     "non-decreasing curve on (0, %g]",
@@ -542,7 +542,23 @@ int hlb_model_fit(hlb_model *m, double x_max) {
   int max_k = (int)m->n_distinct - 1;
   if (max_k > HLB__NT) max_k = HLB__NT;
   cand cands[1u << HLB__NT];
+  /* AICc is defined for up to k_scored terms only (n > k + 2), and every subset it scores is
+   * tried before any it cannot score, those fewest terms first: so the subsets of at most
+   * max(k_scored, 1) terms are searched first, and the others only when none of them is
+   * monotone. Young models are fitted often and have few samples: a PU's fit after 6 blocks
+   * searched 218 subsets, of which AICc scores 92. */
+  if (m->opt.criterion == HLB_SELECT_AICC) {
+    int first_k = max_k;
+    while (first_k > 1 && isnan(aicc(m->f.sn, first_k, m->f.sn)))
+      first_k--;
+    if (first_k < max_k) {
+      int n = solve_all(m, first_k, cands);
+      if (n < 0) return n;
+      int rc = choose(m, cands, n, x_max, 1);
+      if (rc <= 0) return rc;
+    }
+  }
   int n = solve_all(m, max_k, cands);
   if (n < 0) return n;
-  return choose(m, cands, n, x_max);
+  return choose(m, cands, n, x_max, 0);
 }

@@ -531,6 +531,31 @@ static void fit_equals_full_search(void **s) {
   assert_true(outside < fits / 2);
 }
 
+/* Every subset AICc can score (4 samples: one term) fails the monotone test, one it cannot
+ * score passes: the search goes on past the scored ones. ln u (a + b u) with b = -1, a = 0.295
+ * rises on u in [0.3, 0.6]; ln u alone falls there, and u ln u alone falls beyond 1/e. */
+static void search_goes_past_scored_subsets(void **s) {
+  (void)s;
+  hlb_model_options o;
+  hlb_model_options_default(&o);
+  o.allowed_terms = (1u << HLB_TERM_LOG) | (1u << HLB_TERM_ULOG);
+  hlb_model *m = NULL;
+  double scale = 1.0 / 0.3;
+  assert_int_equal(hlb_model_create(scale, &o, &m), 0);
+  for (int i = 0; i < 4; i++) {
+    double x = 1.0 + i / 3.0, u = x / scale;
+    assert_int_equal(hlb_model_add(m, x, log(u) * (0.295 - u), 0.0), 0);
+  }
+  ref_cand want;
+  int in_band = 0;
+  assert_true(ref_fit(m, 2.0, &want, &in_band) >= 0);
+  assert_int_equal(hlb_model_fit(m, 2.0), 0);
+  assert_int_equal(hlb_model_terms(m), want.mask);
+  assert_int_equal(hlb_model_terms(m), o.allowed_terms);
+  assert_true(isnan(hlb_model_score(m)));
+  hlb_model_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(recovers_linear),
@@ -552,6 +577,7 @@ int main(void) {
       cmocka_unit_test(huge_u_drops_exponential_terms),
       cmocka_unit_test(loocv_window_wraps),
       cmocka_unit_test(fit_equals_full_search),
+      cmocka_unit_test(search_goes_past_scored_subsets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
