@@ -165,24 +165,26 @@ int hlb__curve_monotone(const hlb_curve *c, double x_lo, double x_max, unsigned 
  * 10^4 PUs the points were computed again in every fit (docs/mpi-executor.md). Up to
  * MONO_GRID_MAX points each; beyond, computed per curve. */
 #define MONO_GRID_MAX 256
-typedef struct mono_pt {
-  double x, u, e, l;
-} mono_pt;
+/* One grid's points, a column per quantity: the curve and its slope are computed for all
+ * points in loops without branches, then checked in order. */
+typedef struct mono_run {
+  double x[MONO_GRID_MAX], u[MONO_GRID_MAX], e[MONO_GRID_MAX], l[MONO_GRID_MAX];
+} mono_run;
 typedef struct mono_grid {
   double x_lo, x_max, scale;
   unsigned n;
   int kept;  /* the points below are filled */
   int valid; /* the key above is set */
-  mono_pt geo[MONO_GRID_MAX], lin[MONO_GRID_MAX];
+  mono_run geo, lin;
 } mono_grid;
 
 static _Thread_local mono_grid mono_last;
 
-static void mono_pt_set(mono_pt *p, double x, double scale) {
-  p->x = x;
-  p->u = x / scale;
-  p->e = exp(p->u);
-  p->l = log(p->u);
+static void mono_pt_set(mono_run *r, unsigned i, double x, double scale) {
+  r->x[i] = x;
+  r->u[i] = x / scale;
+  r->e[i] = exp(r->u[i]);
+  r->l[i] = log(r->u[i]);
 }
 
 static const mono_grid *mono_grid_get(double x_lo, double x_max, unsigned n, double scale) {
@@ -195,42 +197,46 @@ static const mono_grid *mono_grid_get(double x_lo, double x_max, unsigned n, dou
   g->kept = x_lo < x_max && n <= MONO_GRID_MAX;
   g->valid = 1;
   for (unsigned i = 0; g->kept && i < n; i++) {
-    mono_pt_set(&g->geo[i], grid_x(x_lo, x_max, n, 1, i), scale);
-    mono_pt_set(&g->lin[i], grid_x(x_lo, x_max, n, 0, i), scale);
+    mono_pt_set(&g->geo, i, grid_x(x_lo, x_max, n, 1, i), scale);
+    mono_pt_set(&g->lin, i, grid_x(x_lo, x_max, n, 0, i), scale);
   }
   return g;
 }
 
-/* grid_point_ok at a kept point: hlb_curve_compute and compute_slope written out on its u, e^u
- * and ln u (c->scale is the grid's). */
-static int kept_point_ok(const hlb_curve *c, const mono_pt *p, double *prev) {
+/* grid_ok on kept points: hlb_curve_compute and compute_slope written out on each point's u,
+ * e^u and ln u (c->scale is the grid's), then grid_point_ok's tests in order. */
+static int mono_run_ok(const hlb_curve *c, const mono_run *r, unsigned n) {
   const double *k = c->coef;
-  double u = p->u;
-  int ex = k[HLB_TERM_EXP] != 0.0 || k[HLB_TERM_UEXP] != 0.0;
-  int lg = k[HLB_TERM_LOG] != 0.0 || k[HLB_TERM_ULOG] != 0.0;
-  double y = k[HLB_TERM_CONST] + u * (k[HLB_TERM_U] + u * (k[HLB_TERM_U2] + u * k[HLB_TERM_U3]));
-  if (ex) y += p->e * (k[HLB_TERM_EXP] + u * k[HLB_TERM_UEXP]);
-  if (lg) y += p->l * (k[HLB_TERM_LOG] + u * k[HLB_TERM_ULOG]);
-  if (!(y > 0.0) || !isfinite(y)) return 0;
-  if (y < *prev - HLB__MONO_DIP_REL * fabs(*prev)) return 0;
-  double d = k[HLB_TERM_U] + u * (2.0 * k[HLB_TERM_U2] + 3.0 * u * k[HLB_TERM_U3]);
-  if (ex) d += p->e * (k[HLB_TERM_EXP] + k[HLB_TERM_UEXP] * (1.0 + u));
-  if (lg) d += k[HLB_TERM_LOG] / u + k[HLB_TERM_ULOG] * (p->l + 1.0);
-  double slope = (d / c->scale + c->transfer_per_item) - c->transfer_per_item;
-  if (slope * p->x < -HLB__MONO_SLOPE_REL * y) return 0;
-  *prev = y;
+  double y[MONO_GRID_MAX], d[MONO_GRID_MAX];
+  for (unsigned i = 0; i < n; i++) {
+    double u = r->u[i];
+    y[i] = k[HLB_TERM_CONST] + u * (k[HLB_TERM_U] + u * (k[HLB_TERM_U2] + u * k[HLB_TERM_U3]));
+    d[i] = k[HLB_TERM_U] + u * (2.0 * k[HLB_TERM_U2] + 3.0 * u * k[HLB_TERM_U3]);
+  }
+  if (k[HLB_TERM_EXP] != 0.0 || k[HLB_TERM_UEXP] != 0.0)
+    for (unsigned i = 0; i < n; i++) {
+      y[i] += r->e[i] * (k[HLB_TERM_EXP] + r->u[i] * k[HLB_TERM_UEXP]);
+      d[i] += r->e[i] * (k[HLB_TERM_EXP] + k[HLB_TERM_UEXP] * (1.0 + r->u[i]));
+    }
+  if (k[HLB_TERM_LOG] != 0.0 || k[HLB_TERM_ULOG] != 0.0)
+    for (unsigned i = 0; i < n; i++) {
+      y[i] += r->l[i] * (k[HLB_TERM_LOG] + r->u[i] * k[HLB_TERM_ULOG]);
+      d[i] += k[HLB_TERM_LOG] / r->u[i] + k[HLB_TERM_ULOG] * (r->l[i] + 1.0);
+    }
+  double prev = -INFINITY;
+  for (unsigned i = 0; i < n; i++) {
+    if (!(y[i] > 0.0) || !isfinite(y[i])) return 0;
+    if (y[i] < prev - HLB__MONO_DIP_REL * fabs(prev)) return 0;
+    double slope = (d[i] / c->scale + c->transfer_per_item) - c->transfer_per_item;
+    if (slope * r->x[i] < -HLB__MONO_SLOPE_REL * y[i]) return 0;
+    prev = y[i];
+  }
   return 1;
 }
 
 static int mono_grid_ok(const mono_grid *g, const hlb_curve *c) {
   if (!g->kept) return hlb__curve_monotone(c, g->x_lo, g->x_max, g->n);
-  double prev = -INFINITY;
-  for (unsigned i = 0; i < g->n; i++)
-    if (!kept_point_ok(c, &g->geo[i], &prev)) return 0;
-  prev = -INFINITY;
-  for (unsigned i = 0; i < g->n; i++)
-    if (!kept_point_ok(c, &g->lin[i], &prev)) return 0;
-  return 1;
+  return mono_run_ok(c, &g->geo, g->n) && mono_run_ok(c, &g->lin, g->n);
 }
 
 /* ---- Subset search ------------------------------------------------------------------- */
