@@ -244,6 +244,8 @@ static int mono_grid_ok(const mono_grid *g, const hlb_curve *c) {
 typedef struct cand {
   unsigned mask;
   int k;
+  /* The coefficients; with AICc those of the scaled system, b_t = coef_t sqrt(X'WX_tt), divided
+   * out only for the candidates tried (cand_coef): the division was a sixth of the search. */
   double coef[HLB__NT];
   double rss;
   double score; /* NaN: criterion undefined for this subset */
@@ -310,6 +312,8 @@ typedef struct subset_walk {
   int idx[HLB__NT];
   double d[HLB__NT], c[HLB__NT];
   double r[HLB__NT * HLB__NT]; /* column j of the factor at r[j * HLB__NT]; upper triangle */
+  double z[HLB__NT];           /* R' z = c, the forward solve of the current prefix */
+  double dt[HLB__NT];          /* sqrt(X'WX_tt): the scaling of term t's column */
   cand *out;
 } subset_walk;
 
@@ -318,7 +322,7 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
   for (int t = t0; t < HLB__NT; t++) {
     if (!(w->usable & (1u << t))) continue;
     /* Column k = term t: scaled as scaled_system does, factored as cholesky_small does. */
-    double dk = sqrt(s->xtx[t][t]);
+    double dk = w->dt[t];
     if (!(dk > 0.0) || !isfinite(dk)) continue;
     w->idx[k] = t;
     w->d[k] = dk;
@@ -340,15 +344,14 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
     if (col[k] * col[k] < w->m->opt.collinear_tol) continue;
     int kk = k + 1;
     unsigned sub = mask | (1u << t);
-    /* The solve and residual of hlb__lsq_solve. */
+    /* The solve and residual of hlb__lsq_solve. Its forward half, R' z = c, is the prefix's
+     * (the same rows and right-hand side) plus one row: only z[k] is new. */
+    double v = w->c[k];
+    for (int j = 0; j < k; j++)
+      v -= col[j] * w->z[j];
+    w->z[k] = v / col[k];
     double b[HLB__NT];
-    memcpy(b, w->c, sizeof(double) * (size_t)kk);
-    for (int i = 0; i < kk; i++) {
-      double v = b[i];
-      for (int j = 0; j < i; j++)
-        v -= w->r[j + i * HLB__NT] * b[j];
-      b[i] = v / w->r[i + i * HLB__NT];
-    }
+    memcpy(b, w->z, sizeof(double) * (size_t)kk);
     for (int i = kk - 1; i >= 0; i--) {
       double v = b[i];
       for (int j = i + 1; j < kk; j++)
@@ -362,7 +365,7 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
     cd->rss = s->yty - explained;
     memset(cd->coef, 0, sizeof cd->coef);
     for (int i = 0; i < kk; i++)
-      cd->coef[w->idx[i]] = b[i] / w->d[i];
+      cd->coef[w->idx[i]] = w->loo ? b[i] / w->d[i] : b[i];
     cd->mask = sub;
     cd->k = kk;
     if (cd->rss < w->floor) cd->rss = w->floor;
@@ -397,6 +400,8 @@ static int solve_all(const hlb_model *m, int max_k, cand *out) {
                    .floor = HLB__RSS_FLOOR_REL * m->f.yty,
                    .out = out};
   if (max_k < 1) return 0;
+  for (int t = 0; t < HLB__NT; t++)
+    w.dt[t] = sqrt(m->f.xtx[t][t]);
   int rc = walk_from(&w, 0, 0u, 0);
   return rc < 0 ? rc : w.n;
 }
@@ -450,13 +455,23 @@ static int cand_cmp_small(const void *pa, const void *pb) {
   return cand_cmp(pa, pb);
 }
 
+/* A candidate's coefficients, unscaled as hlb__lsq_solve's are. */
+static void cand_coef(const hlb_model *m, const cand *c, double coef[HLB__NT]) {
+  if (m->opt.criterion == HLB_SELECT_LOOCV) {
+    memcpy(coef, c->coef, sizeof(double) * HLB__NT);
+    return;
+  }
+  for (int t = 0; t < HLB__NT; t++)
+    coef[t] = c->mask & (1u << t) ? c->coef[t] / sqrt(m->f.xtx[t][t]) : 0.0;
+}
+
 /* The first candidate of ord[0..n) whose curve is positive and non-decreasing on the grid
  * becomes the fit (transfer line added); 1 when none is. */
 static int take_first_monotone(hlb_model *m, cand *const *ord, int n, const mono_grid *grid) {
   for (int i = 0; i < n; i++) {
     const cand *best = ord[i];
     hlb_curve c = {.scale = m->scale};
-    memcpy(c.coef, best->coef, sizeof c.coef);
+    cand_coef(m, best, c.coef);
     if (!mono_grid_ok(grid, &c)) continue;
     int rc = fit_transfer(m, &c);
     if (rc) return rc;
