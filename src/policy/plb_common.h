@@ -12,6 +12,7 @@
 
 #include "hlb/balancer.h"
 #include "hlb/model.h"
+#include "hlb/partition.h"
 #include "hlb/policy.h"
 
 /* What a policy remembers of one PU between calls. */
@@ -35,6 +36,10 @@ typedef struct hlb__plb_ws {
   double *ready;
   double *x;
   unsigned *idx; /* compacted index -> PU */
+  /* The equal-finish-time solver's workspace for the last solve over eft_n > 32 PUs, kept
+   * for the next solve over as many (reset: no warm start, as a fresh one). */
+  hlb_eft_workspace *eft;
+  unsigned eft_n;
 } hlb__plb_ws;
 
 int hlb__plb_ws_init(hlb__plb_ws *ws, unsigned n);
