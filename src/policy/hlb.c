@@ -476,8 +476,8 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
  * one then finishes long after everyone else (the mandelbrot cost map in the simulator: 1.8x
  * the bound, greedy's many small blocks 1.04x). On uniform work the misses stay at the noise
  * and the guard does not bind. +inf when there is nothing to go by. */
-static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now,
-                           double left) {
+static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now, double left,
+                           hlb__plb_memo *memo) {
   /* Alone, a PU's overrun leaves nobody idle. */
   if (!(h->prm[P_TAIL] > 0) || q->miss_n < 2 || !h->planned || hlb__plb_alive(h->ctx) < 2)
     return INFINITY;
@@ -500,7 +500,7 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
    * common finish time. After the predicted finish only the first bound applies. */
   t_max = h->prm[P_TAIL] * (fmax(h->target, now) - h->t0) / over;
   if (until > 0) t_max = fmin(t_max, until / (1.0 + over));
-  return hlb__plb_inverse(c, t_max, left);
+  return hlb__plb_inverse_memo(memo, c, t_max, left);
 }
 
 /* A block's cost to the count the pool hands out from where the next grant starts. */
@@ -542,7 +542,11 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   const hlb_curve *c = &own;
   /* Sizes below are costs in average items (counts when every item costs the same). */
   double left = hlb_balancer_remaining_cost(h->ctx->balancer);
-  double share = h->planned ? hlb__plb_inverse(c, h->target - now, left) : left / alive;
+  /* The block's three sizes by the curve (share, amortised, guarded) are bisections on the same
+   * curve and range: their common first steps are evaluated once. */
+  hlb__plb_memo memo;
+  memo.c = NULL;
+  double share = h->planned ? hlb__plb_inverse_memo(&memo, c, h->target - now, left) : left / alive;
   /* best_block: time enough for a capped block or more means capped blocks (L^-1). */
   double m_cap = capped_per_item(q, c);
   if (h->planned && m_cap > 0 && h->target - now >= m_cap * q->ycap)
@@ -562,7 +566,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * items (mandelbrot's rows). */
   double fixed = fmin(fixed_cost(c, g, q->u.max_items), q->min_t);
   double min_x = h->prm[P_MIN] * per_pu;
-  double amort = hlb__plb_inverse(c, fixed / h->prm[P_OVERHEAD], left);
+  double amort = hlb__plb_inverse_memo(&memo, c, fixed / h->prm[P_OVERHEAD], left);
   if (amort > min_x) min_x = amort;
   double x = h->prm[P_FRACTION] * share;
   if (x < min_x) x = min_x;
@@ -575,7 +579,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (x > cap) x = cap;
   /* A guarded block still amortises the fixed cost (10 ms blocks at 10 % jitter: 1.37 x the
    * bound without): amort, whose fixed cost is at most the shortest block ever measured. */
-  double guard = guarded_size(h, q, c, now, left);
+  double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) x = fmin(x, fmax(guard, fmax(amort, g))); /* never above the plan's size */
   *count = to_count(h, x);
   return HLB_GRANT;

@@ -132,18 +132,38 @@ double hlb__plb_r2(const hlb_policy_ctx *ctx, unsigned p) {
   return hlb_model_r2(ctx->models[p]);
 }
 
-double hlb__plb_inverse(const hlb_curve *c, double t, double x_max) {
+double hlb__plb_inverse_memo(hlb__plb_memo *memo, const hlb_curve *c, double t, double x_max) {
   if (!(t > 0) || !(x_max > 0)) return 0.0;
-  if (hlb_curve_time(c, x_max) <= t) return x_max;
+  if (memo->c != c || memo->x_max != x_max) {
+    memo->c = c;
+    memo->x_max = x_max;
+    memo->t_max = hlb_curve_time(c, x_max);
+    memo->n = 0;
+  }
+  if (memo->t_max <= t) return x_max;
   double lo = 0.0, hi = x_max;
-  for (int i = 0; i < 64 && hi - lo > 1e-3; i++) {
-    double mid = 0.5 * (lo + hi);
-    if (hlb_curve_time(c, mid) <= t)
+  for (unsigned i = 0; i < 64 && hi - lo > 1e-3; i++) {
+    double mid = 0.5 * (lo + hi), tm;
+    if (i < memo->n && memo->x[i] == mid) {
+      tm = memo->t[i];
+    } else { /* off the kept path from here on: keep this one's */
+      tm = hlb_curve_time(c, mid);
+      memo->x[i] = mid;
+      memo->t[i] = tm;
+      memo->n = i + 1;
+    }
+    if (tm <= t)
       lo = mid;
     else
       hi = mid;
   }
   return lo;
+}
+
+double hlb__plb_inverse(const hlb_curve *c, double t, double x_max) {
+  hlb__plb_memo memo;
+  memo.c = NULL;
+  return hlb__plb_inverse_memo(&memo, c, t, x_max);
 }
 
 double hlb__plb_ready_in(const hlb_policy_ctx *ctx, unsigned p, const hlb_curve *c, double now) {

@@ -84,6 +84,20 @@ int hlb__plb_refit(const hlb_policy_ctx *ctx, unsigned p, hlb__plb_pu *u, double
 double hlb__plb_r2(const hlb_policy_ctx *ctx, unsigned p);
 
 /* Largest x in [0, x_max] with time(c, x) <= t, by bisection (curves are non-decreasing). */
+/* The points a bisection of hlb__plb_inverse_memo evaluated, by step: another bisection on the
+ * same curve and range takes the same steps until its comparisons differ, and reuses their
+ * times instead of evaluating the curve again. Set c to NULL before the first use; the curve
+ * must not change while memo->c points to it (a call with another curve or x_max starts
+ * afresh). */
+typedef struct hlb__plb_memo {
+  const hlb_curve *c;
+  double x_max, t_max; /* the curve's time at x_max */
+  unsigned n;          /* steps kept */
+  double x[64], t[64];
+} hlb__plb_memo;
+
+/* hlb__plb_inverse with the steps kept in (and taken from) memo: the same result. */
+double hlb__plb_inverse_memo(hlb__plb_memo *memo, const hlb_curve *c, double t, double x_max);
 double hlb__plb_inverse(const hlb_curve *c, double t, double x_max);
 
 /* Ready time (seconds from now, >= 0) of PU p: when its blocks in flight will be done by
