@@ -488,14 +488,16 @@ static int take_first_monotone(hlb_model *m, cand *const *ord, int n, const mono
 /* The order the candidates are tried in: the AICc parsimony band (within aicc_delta of the
  * best score) fewest terms first, then everything else by cand_cmp, so a simpler curve is
  * preferred whenever the data do not argue for more. The monotone test takes the first that
- * passes, nearly always one in the band, so with AICc the rest is scored and sorted only when
+ * passes, usually one in the band, so with AICc the rest is scored and sorted only when
  * the whole band fails: a fit used to sort all 255 subsets and take a log for each (a quarter
  * of a fit). The band is found without scoring every subset: AICc is n ln(rss / n) + pen(k),
  * increasing in rss for a given k, so the best score is the best of the smallest rss of each k,
  * and a subset can only be in the band when its rss is at most n exp((best + delta - pen(k)) /
  * n); that bound, widened by 1e-6 (far more than the rounding of either side), picks the
  * subsets whose score is computed and compared exactly. The order is the same as sorting
- * every candidate by score (tests/unit/model/test_model.c, lazy_order_is_full_order). */
+ * every candidate by score (tests/unit/model/test_model.c, fit_equals_full_search). The
+ * basis is PLB-HeC's (section III.B: least squares over those functions, an R^2 of 0.7 that the
+ * policies apply); choosing the subset by AICc and this band is hlb's own (docs/models.md). */
 static int choose(hlb_model *m, cand *cands, int n, double x_max, int partial) {
   cand *ord[1u << HLB__NT];
   double x_lo = fmin(fmin(1.0, m->x_min), x_max);
