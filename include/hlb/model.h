@@ -130,7 +130,7 @@ HLB_EXTERN int hlb_model_add(hlb_model *m, double items, double compute_s, doubl
 
 /* Refit from the samples so far so that predictions are positive and non-decreasing for
  * x in [min(1, smallest block), x_max] (docs/models.md gives the criterion). Costs about
- * 0.15 ms with AICc (every subset of at most 8 terms), independent of the sample count.
+ * 20-30 us with AICc (every subset of at most 8 terms), independent of the sample count.
  * HLB_EINVAL for a bad x_max; HLB_ESTATE with fewer than two distinct sizes; HLB_ENUMERIC when
  * allowed_terms admits no positive non-decreasing curve. On failure the previous fit, if
  * any, stays in use. */

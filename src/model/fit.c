@@ -156,36 +156,87 @@ int hlb__curve_monotone(const hlb_curve *c, double x_lo, double x_max, unsigned 
   return grid_ok(c, x_lo, x_max, grid_points, 1) && grid_ok(c, x_lo, x_max, grid_points, 0);
 }
 
-/* hlb__curve_monotone for many curves on one range: the grids' points (a pow each on the
- * geometric one) computed once. Up to MONO_GRID_MAX points each; beyond, computed per curve. */
+/* hlb__curve_monotone for many curves on one range, from points computed once: each grid
+ * point's x, u = x / scale, e^u and ln u, so that checking a candidate costs no pow, exp or log
+ * (they were half of a monotonicity check). The curve and its slope are evaluated with the very
+ * expressions of hlb_curve_compute and hlb_curve_slope on those values, so every check gives the
+ * same answer as hlb__curve_monotone's. Every model of one balancer fits on the same range and
+ * scale ((1, n_items], scale n_items), so the last grid is kept per thread and reused: with
+ * 10^4 PUs the points were computed again in every fit (docs/mpi-executor.md). Up to
+ * MONO_GRID_MAX points each; beyond, computed per curve. */
 #define MONO_GRID_MAX 256
+/* One grid's points, a column per quantity: the curve and its slope are computed for all
+ * points in loops without branches, then checked in order. */
+typedef struct mono_run {
+  double x[MONO_GRID_MAX], u[MONO_GRID_MAX], e[MONO_GRID_MAX], l[MONO_GRID_MAX];
+} mono_run;
 typedef struct mono_grid {
-  double x_lo, x_max;
+  double x_lo, x_max, scale;
   unsigned n;
-  int kept; /* the points below are filled */
-  double geo[MONO_GRID_MAX], lin[MONO_GRID_MAX];
+  int kept;  /* the points below are filled */
+  int valid; /* the key above is set */
+  mono_run geo, lin;
 } mono_grid;
 
-static void mono_grid_init(mono_grid *g, double x_lo, double x_max, unsigned n) {
+static _Thread_local mono_grid mono_last;
+
+static void mono_pt_set(mono_run *r, unsigned i, double x, double scale) {
+  r->x[i] = x;
+  r->u[i] = x / scale;
+  r->e[i] = exp(r->u[i]);
+  r->l[i] = log(r->u[i]);
+}
+
+static const mono_grid *mono_grid_get(double x_lo, double x_max, unsigned n, double scale) {
+  mono_grid *g = &mono_last;
+  if (g->valid && g->x_lo == x_lo && g->x_max == x_max && g->n == n && g->scale == scale) return g;
   g->x_lo = x_lo;
   g->x_max = x_max;
+  g->scale = scale;
   g->n = n;
   g->kept = x_lo < x_max && n <= MONO_GRID_MAX;
+  g->valid = 1;
   for (unsigned i = 0; g->kept && i < n; i++) {
-    g->geo[i] = grid_x(x_lo, x_max, n, 1, i);
-    g->lin[i] = grid_x(x_lo, x_max, n, 0, i);
+    mono_pt_set(&g->geo, i, grid_x(x_lo, x_max, n, 1, i), scale);
+    mono_pt_set(&g->lin, i, grid_x(x_lo, x_max, n, 0, i), scale);
   }
+  return g;
+}
+
+/* grid_ok on kept points: hlb_curve_compute and compute_slope written out on each point's u,
+ * e^u and ln u (c->scale is the grid's), then grid_point_ok's tests in order. */
+static int mono_run_ok(const hlb_curve *c, const mono_run *r, unsigned n) {
+  const double *k = c->coef;
+  double y[MONO_GRID_MAX], d[MONO_GRID_MAX];
+  for (unsigned i = 0; i < n; i++) {
+    double u = r->u[i];
+    y[i] = k[HLB_TERM_CONST] + u * (k[HLB_TERM_U] + u * (k[HLB_TERM_U2] + u * k[HLB_TERM_U3]));
+    d[i] = k[HLB_TERM_U] + u * (2.0 * k[HLB_TERM_U2] + 3.0 * u * k[HLB_TERM_U3]);
+  }
+  if (k[HLB_TERM_EXP] != 0.0 || k[HLB_TERM_UEXP] != 0.0)
+    for (unsigned i = 0; i < n; i++) {
+      y[i] += r->e[i] * (k[HLB_TERM_EXP] + r->u[i] * k[HLB_TERM_UEXP]);
+      d[i] += r->e[i] * (k[HLB_TERM_EXP] + k[HLB_TERM_UEXP] * (1.0 + r->u[i]));
+    }
+  if (k[HLB_TERM_LOG] != 0.0 || k[HLB_TERM_ULOG] != 0.0)
+    for (unsigned i = 0; i < n; i++) {
+      y[i] += r->l[i] * (k[HLB_TERM_LOG] + r->u[i] * k[HLB_TERM_ULOG]);
+      d[i] += k[HLB_TERM_LOG] / r->u[i] + k[HLB_TERM_ULOG] * (r->l[i] + 1.0);
+    }
+  double prev = -INFINITY;
+  for (unsigned i = 0; i < n; i++) {
+    if (!(y[i] > 0.0) || !isfinite(y[i])) return 0;
+    if (y[i] < prev - HLB__MONO_DIP_REL * fabs(prev)) return 0;
+    double slope = (d[i] / c->scale + c->transfer_per_item) - c->transfer_per_item;
+    if (slope * r->x[i] < -HLB__MONO_SLOPE_REL * y[i]) return 0;
+    prev = y[i];
+  }
+  return 1;
 }
 
 static int mono_grid_ok(const mono_grid *g, const hlb_curve *c) {
   if (!g->kept) return hlb__curve_monotone(c, g->x_lo, g->x_max, g->n);
-  double prev = -INFINITY;
-  for (unsigned i = 0; i < g->n; i++)
-    if (!grid_point_ok(c, g->geo[i], &prev)) return 0;
-  prev = -INFINITY;
-  for (unsigned i = 0; i < g->n; i++)
-    if (!grid_point_ok(c, g->lin[i], &prev)) return 0;
-  return 1;
+  return mono_run_ok(c, &g->geo, g->n) && mono_run_ok(c, &g->lin, g->n);
 }
 
 /* ---- Subset search ------------------------------------------------------------------- */
@@ -193,6 +244,8 @@ static int mono_grid_ok(const mono_grid *g, const hlb_curve *c) {
 typedef struct cand {
   unsigned mask;
   int k;
+  /* The coefficients; with AICc those of the scaled system, b_t = coef_t sqrt(X'WX_tt), divided
+   * out only for the candidates tried (cand_coef): the division was a sixth of the search. */
   double coef[HLB__NT];
   double rss;
   double score; /* NaN: criterion undefined for this subset */
@@ -259,6 +312,8 @@ typedef struct subset_walk {
   int idx[HLB__NT];
   double d[HLB__NT], c[HLB__NT];
   double r[HLB__NT * HLB__NT]; /* column j of the factor at r[j * HLB__NT]; upper triangle */
+  double z[HLB__NT];           /* R' z = c, the forward solve of the current prefix */
+  double dt[HLB__NT];          /* sqrt(X'WX_tt): the scaling of term t's column */
   cand *out;
 } subset_walk;
 
@@ -267,7 +322,7 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
   for (int t = t0; t < HLB__NT; t++) {
     if (!(w->usable & (1u << t))) continue;
     /* Column k = term t: scaled as scaled_system does, factored as cholesky_small does. */
-    double dk = sqrt(s->xtx[t][t]);
+    double dk = w->dt[t];
     if (!(dk > 0.0) || !isfinite(dk)) continue;
     w->idx[k] = t;
     w->d[k] = dk;
@@ -289,15 +344,14 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
     if (col[k] * col[k] < w->m->opt.collinear_tol) continue;
     int kk = k + 1;
     unsigned sub = mask | (1u << t);
-    /* The solve and residual of hlb__lsq_solve. */
+    /* The solve and residual of hlb__lsq_solve. Its forward half, R' z = c, is the prefix's
+     * (the same rows and right-hand side) plus one row: only z[k] is new. */
+    double v = w->c[k];
+    for (int j = 0; j < k; j++)
+      v -= col[j] * w->z[j];
+    w->z[k] = v / col[k];
     double b[HLB__NT];
-    memcpy(b, w->c, sizeof(double) * (size_t)kk);
-    for (int i = 0; i < kk; i++) {
-      double v = b[i];
-      for (int j = 0; j < i; j++)
-        v -= w->r[j + i * HLB__NT] * b[j];
-      b[i] = v / w->r[i + i * HLB__NT];
-    }
+    memcpy(b, w->z, sizeof(double) * (size_t)kk);
     for (int i = kk - 1; i >= 0; i--) {
       double v = b[i];
       for (int j = i + 1; j < kk; j++)
@@ -311,7 +365,7 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
     cd->rss = s->yty - explained;
     memset(cd->coef, 0, sizeof cd->coef);
     for (int i = 0; i < kk; i++)
-      cd->coef[w->idx[i]] = b[i] / w->d[i];
+      cd->coef[w->idx[i]] = w->loo ? b[i] / w->d[i] : b[i];
     cd->mask = sub;
     cd->k = kk;
     if (cd->rss < w->floor) cd->rss = w->floor;
@@ -326,7 +380,7 @@ static int walk_from(subset_walk *w, int k, unsigned mask, int t0) {
       keep = rc == 0; /* as solve_all skipped it; its extensions are still tried */
       if (keep) cd->score = loo_score(w->m, cd, ainv);
     } else {
-      cd->score = aicc(s->sn, kk, cd->rss);
+      cd->score = NAN; /* AICc: scored in choose, only where it can matter */
     }
     w->n += keep;
     if (kk < w->max_k) {
@@ -346,6 +400,8 @@ static int solve_all(const hlb_model *m, int max_k, cand *out) {
                    .floor = HLB__RSS_FLOOR_REL * m->f.yty,
                    .out = out};
   if (max_k < 1) return 0;
+  for (int t = 0; t < HLB__NT; t++)
+    w.dt[t] = sqrt(m->f.xtx[t][t]);
   int rc = walk_from(&w, 0, 0u, 0);
   return rc < 0 ? rc : w.n;
 }
@@ -399,31 +455,24 @@ static int cand_cmp_small(const void *pa, const void *pb) {
   return cand_cmp(pa, pb);
 }
 
-/* Order the candidates: the AICc parsimony band (within aicc_delta of the best) fewest terms
- * first, then everything else by cand_cmp. The monotone test then takes the first that
- * passes, so a simpler curve is preferred whenever the data do not argue for more. */
-static void order(const hlb_model *m, cand **c, int n) {
-  qsort(c, (size_t)n, sizeof *c, cand_cmp);
-  if (n == 0 || m->opt.criterion != HLB_SELECT_AICC || isnan(c[0]->score)) return;
-  int band = 1;
-  while (band < n && !isnan(c[band]->score) && c[band]->score <= c[0]->score + m->opt.aicc_delta)
-    band++;
-  qsort(c, (size_t)band, sizeof *c, cand_cmp_small);
+/* A candidate's coefficients, unscaled as hlb__lsq_solve's are. */
+static void cand_coef(const hlb_model *m, const cand *c, double coef[HLB__NT]) {
+  if (m->opt.criterion == HLB_SELECT_LOOCV) {
+    memcpy(coef, c->coef, sizeof(double) * HLB__NT);
+    return;
+  }
+  for (int t = 0; t < HLB__NT; t++)
+    coef[t] = c->mask & (1u << t) ? c->coef[t] / sqrt(m->f.xtx[t][t]) : 0.0;
 }
 
-static int choose(hlb_model *m, cand *cands, int n, double x_max) {
-  cand *ord[1u << HLB__NT];
-  for (int i = 0; i < n; i++)
-    ord[i] = &cands[i];
-  order(m, ord, n);
-  double x_lo = fmin(fmin(1.0, m->x_min), x_max);
-  mono_grid grid;
-  mono_grid_init(&grid, x_lo, x_max, m->opt.grid_points);
+/* The first candidate of ord[0..n) whose curve is positive and non-decreasing on the grid
+ * becomes the fit (transfer line added); 1 when none is. */
+static int take_first_monotone(hlb_model *m, cand *const *ord, int n, const mono_grid *grid) {
   for (int i = 0; i < n; i++) {
     const cand *best = ord[i];
     hlb_curve c = {.scale = m->scale};
-    memcpy(c.coef, best->coef, sizeof c.coef);
-    if (!mono_grid_ok(&grid, &c)) continue;
+    cand_coef(m, best, c.coef);
+    if (!mono_grid_ok(grid, &c)) continue;
     int rc = fit_transfer(m, &c);
     if (rc) return rc;
     m->curve = c;
@@ -433,6 +482,70 @@ static int choose(hlb_model *m, cand *cands, int n, double x_max) {
     m->fitted = 1;
     return 0;
   }
+  return 1;
+}
+
+/* The order the candidates are tried in: the AICc parsimony band (within aicc_delta of the
+ * best score) fewest terms first, then everything else by cand_cmp, so a simpler curve is
+ * preferred whenever the data do not argue for more. The monotone test takes the first that
+ * passes, usually one in the band, so with AICc the rest is scored and sorted only when
+ * the whole band fails: a fit used to sort all 255 subsets and take a log for each (a quarter
+ * of a fit). The band is found without scoring every subset: AICc is n ln(rss / n) + pen(k),
+ * increasing in rss for a given k, so the best score is the best of the smallest rss of each k,
+ * and a subset can only be in the band when its rss is at most n exp((best + delta - pen(k)) /
+ * n); that bound, widened by 1e-6 (far more than the rounding of either side), picks the
+ * subsets whose score is computed and compared exactly. The order is the same as sorting
+ * every candidate by score (tests/unit/model/test_model.c, fit_equals_full_search). The
+ * basis is PLB-HeC's (section III.B: least squares over those functions, an R^2 of 0.7 that the
+ * policies apply); choosing the subset by AICc and this band is hlb's own (docs/models.md). */
+static int choose(hlb_model *m, cand *cands, int n, double x_max, int partial) {
+  cand *ord[1u << HLB__NT];
+  double x_lo = fmin(fmin(1.0, m->x_min), x_max);
+  const mono_grid *grid = mono_grid_get(x_lo, x_max, m->opt.grid_points, m->scale);
+  int n_band = 0, n_rest = 0, rc;
+  if (m->opt.criterion == HLB_SELECT_AICC) {
+    double sn = m->f.sn, min_rss[HLB__NT + 1], best = INFINITY;
+    for (int k = 0; k <= HLB__NT; k++)
+      min_rss[k] = INFINITY;
+    for (int i = 0; i < n; i++)
+      if (cands[i].rss < min_rss[cands[i].k]) min_rss[cands[i].k] = cands[i].rss;
+    for (int k = 1; k <= HLB__NT; k++) {
+      double sc = min_rss[k] < INFINITY ? aicc(sn, k, min_rss[k]) : NAN;
+      if (sc < best) best = sc;
+    }
+    if (best < INFINITY) {
+      double limit = best + m->opt.aicc_delta, thr[HLB__NT + 1];
+      for (int k = 1; k <= HLB__NT; k++) {
+        double pen = aicc(sn, k, sn); /* ln(sn / sn) = 0: the penalty alone */
+        thr[k] = isnan(pen) ? -INFINITY : sn * exp((limit - pen) / sn) * (1.0 + 1e-6);
+      }
+      /* The least score exactly, whatever the rounding of ln: it is among those scored. */
+      for (int i = 0; i < n; i++) {
+        cand *c = &cands[i];
+        c->score = c->rss <= thr[c->k] ? aicc(sn, c->k, c->rss) : NAN;
+        if (c->score < best) best = c->score;
+      }
+      limit = best + m->opt.aicc_delta;
+      for (int i = 0; i < n; i++) {
+        if (cands[i].score <= limit)
+          ord[n_band++] = &cands[i];
+        else
+          ord[n - 1 - n_rest++] = &cands[i]; /* scored below if the band fails */
+      }
+      qsort(ord, (size_t)n_band, sizeof *ord, cand_cmp_small);
+      if ((rc = take_first_monotone(m, ord, n_band, grid)) <= 0) return rc;
+    } else {
+      for (int i = 0; i < n; i++)
+        ord[n_rest++] = &cands[i];
+    }
+    for (int i = n_band; i < n; i++)
+      ord[i]->score = aicc(sn, ord[i]->k, ord[i]->rss);
+  } else {
+    for (int i = 0; i < n; i++)
+      ord[i] = &cands[i];
+  }
+  qsort(ord + n_band, (size_t)(n - n_band), sizeof *ord, cand_cmp);
+  if ((rc = take_first_monotone(m, ord + n_band, n - n_band, grid)) <= 0 || partial) return rc;
   return hlb__error(HLB_ENUMERIC,
                     "model fit: no subset of the allowed terms (mask 0x%x) gives a positive, "
                     "non-decreasing curve on (0, %g]",
@@ -452,7 +565,23 @@ int hlb_model_fit(hlb_model *m, double x_max) {
   int max_k = (int)m->n_distinct - 1;
   if (max_k > HLB__NT) max_k = HLB__NT;
   cand cands[1u << HLB__NT];
+  /* AICc is defined for up to k_scored terms only (n > k + 2), and every subset it scores is
+   * tried before any it cannot score, those fewest terms first: so the subsets of at most
+   * max(k_scored, 1) terms are searched first, and the others only when none of them is
+   * monotone. Young models are fitted often and have few samples: a PU's fit after 6 blocks
+   * searched 218 subsets, of which AICc scores 92. */
+  if (m->opt.criterion == HLB_SELECT_AICC) {
+    int first_k = max_k;
+    while (first_k > 1 && isnan(aicc(m->f.sn, first_k, m->f.sn)))
+      first_k--;
+    if (first_k < max_k) {
+      int n = solve_all(m, first_k, cands);
+      if (n < 0) return n;
+      int rc = choose(m, cands, n, x_max, 1);
+      if (rc <= 0) return rc;
+    }
+  }
   int n = solve_all(m, max_k, cands);
   if (n < 0) return n;
-  return choose(m, cands, n, x_max);
+  return choose(m, cands, n, x_max, 0);
 }

@@ -135,7 +135,8 @@ typedef struct hlbp {
   unsigned n;
   hpu *pu;
   hlb__plb_ws ws;
-  hlb_curve *curves; /* effective curve (base * corr) of each PU for the solve */
+  hlb_curve *curves;      /* effective curve (base * corr) of each PU for the solve */
+  unsigned char *current; /* curves[p] is PU p's base * corr, uncapped, as it is now */
   int *usable;
   double *ready, *x;
   double target;    /* predicted common finish time of the last solve (driver's clock) */
@@ -152,6 +153,7 @@ static void hlb_fini(void *state) {
   hlb__plb_ws_free(&h->ws);
   free(h->pu);
   free(h->curves);
+  free(h->current);
   free(h->usable);
   free(h->ready);
   free(h->x);
@@ -167,10 +169,11 @@ static int hlb_init(const hlb_policy_ctx *ctx, void **state) {
   memcpy(h->prm, ctx->param, sizeof h->prm);
   h->pu = calloc(n, sizeof *h->pu);
   h->curves = calloc(n, sizeof *h->curves);
+  h->current = calloc(n, sizeof *h->current);
   h->usable = calloc(n, sizeof *h->usable);
   h->ready = calloc(n, sizeof *h->ready);
   h->x = calloc(n, sizeof *h->x);
-  if (!h->pu || !h->curves || !h->usable || !h->ready || !h->x ||
+  if (!h->pu || !h->curves || !h->current || !h->usable || !h->ready || !h->x ||
       hlb__plb_ws_init(&h->ws, n) != 0) {
     hlb_fini(h);
     return hlb__error(HLB_ENOMEM, "hlb: no memory for %u PUs", n);
@@ -297,6 +300,7 @@ static void find_best_block(hlbp *h, unsigned p) {
  * size is learnt, not its time (the balancer's model holds it as a sample all the same). */
 static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_up) {
   hpu *q = &h->pu[p];
+  h->current[p] = 0; /* its curve, correction or cap may move: plan() scales it again */
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
   if (warm_up) { /* its time is no block's cost: only its size counts (the grow cap) */
     if (x > q->u.max_items) q->u.max_items = x;
@@ -362,24 +366,38 @@ static double capped_per_item(const hpu *q, const hlb_curve *c) {
   return t > 0 && isfinite(t) ? t / q->ycap : 0.0;
 }
 
-/* Effective curves and ready times of all PUs, then the equal-finish-time split of the pool. */
+/* The typical rate a PU not measured yet is assumed to have: the median, or over 256 PUs the
+ * mean (enough at scale, and O(n)). */
+static double typical_rate(hlbp *h) {
+  if (h->n <= 256) return median_rate(h);
+  double s = 0.0;
+  unsigned m = 0;
+  for (unsigned p = 0; p < h->n; p++)
+    if (h->pu[p].u.rate > 0) {
+      s += h->pu[p].u.rate;
+      m++;
+    }
+  return m ? s / m : 0.0;
+}
+
+/* Effective curves and ready times of all PUs, then the equal-finish-time split of the pool.
+ * A PU whose curves[] entry is already its base curve times its correction, uncapped
+ * (current[p]: nothing was learnt since), keeps it: with 10^4 PUs, reading every PU's record
+ * to scale its curve again was a third of each plan, though between two plans (every n/16
+ * grants) only one PU in 16 or so learnt anything. The typical rate is computed only when a PU
+ * has not been measured. */
 static void plan(hlbp *h, double now) {
-  double med = h->n > 256 ? 0.0 : median_rate(h);
-  if (h->n > 256) { /* the mean is enough at scale and costs O(n) */
-    double s = 0.0;
-    unsigned m = 0;
-    for (unsigned p = 0; p < h->n; p++)
-      if (h->pu[p].u.rate > 0) {
-        s += h->pu[p].u.rate;
-        m++;
-      }
-    med = m ? s / m : 0.0;
-  }
+  double med = NAN;
   for (unsigned p = 0; p < h->n; p++) {
-    hpu *q = &h->pu[p];
     h->usable[p] = 1;
+    if (h->current[p]) {
+      h->ready[p] = hlb__plb_ready_in(h->ctx, p, &h->curves[p], now);
+      continue;
+    }
+    hpu *q = &h->pu[p];
     if (q->u.rate > 0) {
       hlb__plb_curve_scaled(&h->curves[p], &q->u.curve, q->corr);
+      h->current[p] = !(q->ycap > 0);
       /* A share of at least a capped block is done in capped blocks: its time is the share
        * times the time per item of one (the tail's shares, below a block, keep the curve). */
       double m = capped_per_item(q, &h->curves[p]);
@@ -387,6 +405,7 @@ static void plan(hlbp *h, double now) {
     } else {
       /* Not measured yet: no faster than its probe allows so far, and no faster than the
        * typical PU. */
+      if (isnan(med)) med = typical_rate(h);
       double r = med;
       hlb_block blk;
       if (hlb_balancer_oldest_in_flight(h->ctx->balancer, p, &blk) && now > blk.granted_s) {
@@ -457,8 +476,8 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
  * one then finishes long after everyone else (the mandelbrot cost map in the simulator: 1.8x
  * the bound, greedy's many small blocks 1.04x). On uniform work the misses stay at the noise
  * and the guard does not bind. +inf when there is nothing to go by. */
-static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now,
-                           double left) {
+static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now, double left,
+                           hlb__plb_memo *memo) {
   /* Alone, a PU's overrun leaves nobody idle. */
   if (!(h->prm[P_TAIL] > 0) || q->miss_n < 2 || !h->planned || hlb__plb_alive(h->ctx) < 2)
     return INFINITY;
@@ -481,7 +500,7 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
    * common finish time. After the predicted finish only the first bound applies. */
   t_max = h->prm[P_TAIL] * (fmax(h->target, now) - h->t0) / over;
   if (until > 0) t_max = fmin(t_max, until / (1.0 + over));
-  return hlb__plb_inverse(c, t_max, left);
+  return hlb__plb_inverse_memo(memo, c, t_max, left);
 }
 
 /* A block's cost to the count the pool hands out from where the next grant starts. */
@@ -523,7 +542,11 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   const hlb_curve *c = &own;
   /* Sizes below are costs in average items (counts when every item costs the same). */
   double left = hlb_balancer_remaining_cost(h->ctx->balancer);
-  double share = h->planned ? hlb__plb_inverse(c, h->target - now, left) : left / alive;
+  /* The block's three sizes by the curve (share, amortised, guarded) are bisections on the same
+   * curve and range: their common first steps are evaluated once. */
+  hlb__plb_memo memo;
+  memo.c = NULL;
+  double share = h->planned ? hlb__plb_inverse_memo(&memo, c, h->target - now, left) : left / alive;
   /* best_block: time enough for a capped block or more means capped blocks (L^-1). */
   double m_cap = capped_per_item(q, c);
   if (h->planned && m_cap > 0 && h->target - now >= m_cap * q->ycap)
@@ -543,7 +566,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * items (mandelbrot's rows). */
   double fixed = fmin(fixed_cost(c, g, q->u.max_items), q->min_t);
   double min_x = h->prm[P_MIN] * per_pu;
-  double amort = hlb__plb_inverse(c, fixed / h->prm[P_OVERHEAD], left);
+  double amort = hlb__plb_inverse_memo(&memo, c, fixed / h->prm[P_OVERHEAD], left);
   if (amort > min_x) min_x = amort;
   double x = h->prm[P_FRACTION] * share;
   if (x < min_x) x = min_x;
@@ -556,7 +579,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (x > cap) x = cap;
   /* A guarded block still amortises the fixed cost (10 ms blocks at 10 % jitter: 1.37 x the
    * bound without): amort, whose fixed cost is at most the shortest block ever measured. */
-  double guard = guarded_size(h, q, c, now, left);
+  double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) x = fmin(x, fmax(guard, fmax(amort, g))); /* never above the plan's size */
   *count = to_count(h, x);
   return HLB_GRANT;
@@ -578,6 +601,7 @@ static int by_value(const void *a, const void *b) {
  * and relearn from this run's blocks only. */
 static void forget_priors(hlbp *h, unsigned p) {
   hpu *q = &h->pu[p];
+  h->current[p] = 0;
   unsigned n = q->checked;
   hlb_sample fresh[8];
   memcpy(fresh, q->check_sample, n * sizeof *fresh);

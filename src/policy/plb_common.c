@@ -21,6 +21,7 @@ int hlb__plb_ws_init(hlb__plb_ws *ws, unsigned n) {
 }
 
 void hlb__plb_ws_free(hlb__plb_ws *ws) {
+  hlb_eft_workspace_destroy(ws->eft);
   free(ws->curves);
   free(ws->ready);
   free(ws->x);
@@ -131,18 +132,38 @@ double hlb__plb_r2(const hlb_policy_ctx *ctx, unsigned p) {
   return hlb_model_r2(ctx->models[p]);
 }
 
-double hlb__plb_inverse(const hlb_curve *c, double t, double x_max) {
+double hlb__plb_inverse_memo(hlb__plb_memo *memo, const hlb_curve *c, double t, double x_max) {
   if (!(t > 0) || !(x_max > 0)) return 0.0;
-  if (hlb_curve_time(c, x_max) <= t) return x_max;
+  if (memo->c != c || memo->x_max != x_max) {
+    memo->c = c;
+    memo->x_max = x_max;
+    memo->t_max = hlb_curve_time(c, x_max);
+    memo->n = 0;
+  }
+  if (memo->t_max <= t) return x_max;
   double lo = 0.0, hi = x_max;
-  for (int i = 0; i < 64 && hi - lo > 1e-3; i++) {
-    double mid = 0.5 * (lo + hi);
-    if (hlb_curve_time(c, mid) <= t)
+  for (unsigned i = 0; i < 64 && hi - lo > 1e-3; i++) {
+    double mid = 0.5 * (lo + hi), tm;
+    if (i < memo->n && memo->x[i] == mid) {
+      tm = memo->t[i];
+    } else { /* off the kept path from here on: keep this one's */
+      tm = hlb_curve_time(c, mid);
+      memo->x[i] = mid;
+      memo->t[i] = tm;
+      memo->n = i + 1;
+    }
+    if (tm <= t)
       lo = mid;
     else
       hi = mid;
   }
   return lo;
+}
+
+double hlb__plb_inverse(const hlb_curve *c, double t, double x_max) {
+  hlb__plb_memo memo;
+  memo.c = NULL;
+  return hlb__plb_inverse_memo(&memo, c, t, x_max);
 }
 
 double hlb__plb_ready_in(const hlb_policy_ctx *ctx, unsigned p, const hlb_curve *c, double now) {
@@ -175,6 +196,25 @@ static void proportional(const hlb_curve *curves, unsigned m, double items, doub
   if (makespan) *makespan = worst;
 }
 
+/* hlb_eft_solve, with the workspace of the last solve over as many PUs kept rather than
+ * allocated and zeroed anew (at 10^4 PUs, 0.7 MB a solve). Reset, it starts cold as a fresh one
+ * does, and the solve reads nothing of it before writing it: the same answer. */
+static int eft_solve(hlb__plb_ws *ws, const hlb_curve *curves, const double *ready, unsigned m,
+                     double items, double *x, double *makespan) {
+  if (m <= 32) return hlb_eft_solve(curves, ready, m, items, x, makespan);
+  if (ws->eft && ws->eft_n != m) {
+    hlb_eft_workspace_destroy(ws->eft);
+    ws->eft = NULL;
+  }
+  if (!ws->eft) {
+    int rc = hlb_eft_workspace_create(m, &ws->eft);
+    if (rc) return rc;
+    ws->eft_n = m;
+  }
+  hlb_eft_workspace_reset(ws->eft);
+  return hlb_eft_solve_ws(ws->eft, curves, ready, items, x, makespan);
+}
+
 unsigned hlb__plb_solve(const hlb_policy_ctx *ctx, hlb__plb_ws *ws, const hlb_curve *curves,
                         const int *usable, const double *ready, double items, double *x,
                         double *makespan) {
@@ -182,19 +222,30 @@ unsigned hlb__plb_solve(const hlb_policy_ctx *ctx, hlb__plb_ws *ws, const hlb_cu
   for (unsigned p = 0; p < ctx->n_pus; p++) {
     x[p] = 0.0;
     if (!usable[p] || !hlb_balancer_pu_alive(ctx->balancer, p)) continue;
-    ws->idx[m] = p;
-    ws->curves[m] = curves[p];
-    ws->ready[m] = ready ? ready[p] : 0.0;
-    m++;
+    ws->idx[m++] = p;
   }
   if (m == 0 || !(items > 0)) {
     if (makespan) *makespan = 0.0;
     return m;
   }
+  /* Every PU in the solve: its arrays as they are, else the usable ones compacted. */
+  const hlb_curve *cs = curves;
+  const double *rs = ready;
+  if (m < ctx->n_pus) {
+    for (unsigned i = 0; i < m; i++) {
+      ws->curves[i] = curves[ws->idx[i]];
+      ws->ready[i] = ready ? ready[ws->idx[i]] : 0.0;
+    }
+    cs = ws->curves;
+    rs = ws->ready;
+  } else if (!ready) {
+    memset(ws->ready, 0, m * sizeof *ws->ready);
+    rs = ws->ready;
+  }
   double ms = 0.0;
-  if (hlb_eft_solve(ws->curves, ws->ready, m, items, ws->x, &ms) != 0) {
+  if (eft_solve(ws, cs, rs, m, items, ws->x, &ms) != 0) {
     hlb_clear_error();
-    proportional(ws->curves, m, items, ws->x, &ms);
+    proportional(cs, m, items, ws->x, &ms);
   }
   for (unsigned i = 0; i < m; i++)
     x[ws->idx[i]] = ws->x[i] > 0 && isfinite(ws->x[i]) ? ws->x[i] : 0.0;

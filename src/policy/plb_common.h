@@ -12,6 +12,7 @@
 
 #include "hlb/balancer.h"
 #include "hlb/model.h"
+#include "hlb/partition.h"
 #include "hlb/policy.h"
 
 /* What a policy remembers of one PU between calls. */
@@ -35,6 +36,10 @@ typedef struct hlb__plb_ws {
   double *ready;
   double *x;
   unsigned *idx; /* compacted index -> PU */
+  /* The equal-finish-time solver's workspace for the last solve over eft_n > 32 PUs, kept
+   * for the next solve over as many (reset: no warm start, as a fresh one). */
+  hlb_eft_workspace *eft;
+  unsigned eft_n;
 } hlb__plb_ws;
 
 int hlb__plb_ws_init(hlb__plb_ws *ws, unsigned n);
@@ -79,6 +84,20 @@ int hlb__plb_refit(const hlb_policy_ctx *ctx, unsigned p, hlb__plb_pu *u, double
 double hlb__plb_r2(const hlb_policy_ctx *ctx, unsigned p);
 
 /* Largest x in [0, x_max] with time(c, x) <= t, by bisection (curves are non-decreasing). */
+/* The points a bisection of hlb__plb_inverse_memo evaluated, by step: another bisection on the
+ * same curve and range takes the same steps until its comparisons differ, and reuses their
+ * times instead of evaluating the curve again. Set c to NULL before the first use; the curve
+ * must not change while memo->c points to it (a call with another curve or x_max starts
+ * afresh). */
+typedef struct hlb__plb_memo {
+  const hlb_curve *c;
+  double x_max, t_max; /* the curve's time at x_max */
+  unsigned n;          /* steps kept */
+  double x[64], t[64];
+} hlb__plb_memo;
+
+/* hlb__plb_inverse with the steps kept in (and taken from) memo: the same result. */
+double hlb__plb_inverse_memo(hlb__plb_memo *memo, const hlb_curve *c, double t, double x_max);
 double hlb__plb_inverse(const hlb_curve *c, double t, double x_max);
 
 /* Ready time (seconds from now, >= 0) of PU p: when its blocks in flight will be done by

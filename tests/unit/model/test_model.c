@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -12,6 +13,7 @@
 #include "common/rng.h"
 #include "hlb/error.h"
 #include "hlb/model.h"
+#include "model/model_internal.h"
 
 typedef double (*truth_fn)(double x);
 
@@ -378,6 +380,182 @@ static void loocv_window_wraps(void **s) {
   hlb_model_destroy(m);
 }
 
+/* ---- The fit against a plain reference --------------------------------------------------
+ * hlb_model_fit scores only the subsets that can be in AICc's parsimony band and sorts the
+ * others only when every subset of the band fails the monotone test, and it checks candidates
+ * on grid points it keeps between fits. The reference below does what the search is defined
+ * to do (docs/models.md), the plain way: every usable subset solved with hlb__lsq_solve and
+ * scored, all of them sorted, the band put first fewest terms first, each candidate checked
+ * with hlb__curve_monotone. Both must choose the same subset with the same coefficients. */
+typedef struct ref_cand {
+  unsigned mask;
+  int k;
+  double coef[HLB_TERM_COUNT];
+  double rss, score;
+} ref_cand;
+
+static int ref_cmp(const void *pa, const void *pb) {
+  const ref_cand *a = pa, *b = pb;
+  int sa = !isnan(a->score), sb = !isnan(b->score);
+  if (sa != sb) return sb - sa;
+  if (sa && a->score != b->score) return a->score < b->score ? -1 : 1;
+  if (a->k != b->k) return a->k - b->k;
+  if (a->rss != b->rss) return a->rss < b->rss ? -1 : 1;
+  return a->mask < b->mask ? -1 : a->mask > b->mask;
+}
+
+static int ref_cmp_small(const void *pa, const void *pb) {
+  const ref_cand *a = pa, *b = pb;
+  if (a->k != b->k) return a->k - b->k;
+  return ref_cmp(pa, pb);
+}
+
+/* The chosen candidate's index in the full order (-1: none is monotone); *in_band says whether
+ * it came from the parsimony band. */
+static int ref_fit(const hlb_model *m, double x_max, ref_cand *out, int *in_band) {
+  static ref_cand c[256];
+  unsigned usable = m->opt.allowed_terms ? m->opt.allowed_terms : 0xffu;
+  if (!m->exp_ok) usable &= ~((1u << HLB_TERM_EXP) | (1u << HLB_TERM_UEXP));
+  int max_k = (int)m->n_distinct - 1 < HLB__NT ? (int)m->n_distinct - 1 : HLB__NT, n = 0;
+  for (unsigned mask = 1; mask < 256; mask++) {
+    int k = popcount(mask);
+    if ((mask & ~usable) || k > max_k) continue;
+    double coef[HLB__NT], rss;
+    if (hlb__lsq_solve(&m->f, mask, m->opt.collinear_tol, coef, &rss, NULL) != 0) continue;
+    if (rss < 1e-12 * m->f.yty) rss = 1e-12 * m->f.yty;
+    double sn = m->f.sn, kk = k + 1.0;
+    c[n] = (ref_cand){.mask = mask, .k = k, .rss = rss};
+    c[n].score = sn - kk - 1.0 <= 0.0
+                     ? NAN
+                     : sn * log(rss / sn) + 2.0 * kk + 2.0 * kk * (kk + 1.0) / (sn - kk - 1.0);
+    memcpy(c[n].coef, coef, sizeof coef);
+    n++;
+  }
+  qsort(c, (size_t)n, sizeof *c, ref_cmp);
+  int band = 0;
+  if (n > 0 && !isnan(c[0].score)) {
+    band = 1;
+    while (band < n && !isnan(c[band].score) && c[band].score <= c[0].score + m->opt.aicc_delta)
+      band++;
+    qsort(c, (size_t)band, sizeof *c, ref_cmp_small);
+  }
+  double x_lo = fmin(fmin(1.0, m->x_min), x_max);
+  for (int i = 0; i < n; i++) {
+    hlb_curve cv = {.scale = m->scale};
+    memcpy(cv.coef, c[i].coef, sizeof cv.coef);
+    if (!hlb__curve_monotone(&cv, x_lo, x_max, m->opt.grid_points)) continue;
+    *out = c[i];
+    *in_band = i < band;
+    return i;
+  }
+  return -1;
+}
+
+static double shape(int kind, double x, double scale) {
+  double u = x / scale;
+  switch (kind) {
+  case 0:
+    return 2e-3 + 1e-5 * x;
+  case 1:
+    return 1e-3 + 2e-4 * x + 3e-10 * x * x * x;
+  case 2:
+    return 1e-4 * x * log(x + 1.0) + 1e-3;
+  case 3:
+    return 5e-3 + 1e-2 * u * u;
+  default:
+    return 1e-3 * exp(3.0 * u) + 1e-4 * x;
+  }
+}
+
+static void fit_equals_full_search(void **s) {
+  (void)s;
+  hlb__rng r;
+  hlb__rng_seed(&r, 2024);
+  int outside = 0, fits = 0;
+  for (int set = 0; set < 400; set++) {
+    hlb_model_options o;
+    hlb_model_options_default(&o);
+    if (set % 7 == 3) o.forgetting = 0.9;
+    if (set % 13 == 7) o.aicc_delta = 0.0;
+    if (set % 17 == 2) o.allowed_terms = 0x2f;
+    /* Scales and ranges change from fit to fit: the kept grid must follow them. */
+    double scale = set % 3 == 0 ? 1000.0 : 1e6, span = set % 2 ? 50.0 : 5000.0;
+    double noise = (double)(set % 4) * 0.1;
+    /* A twin of another scale fitted on the same range right after: a grid kept for the
+     * first would be wrong for it. */
+    hlb_model *pair[2] = {NULL, NULL};
+    assert_int_equal(hlb_model_create(scale, &o, &pair[0]), 0);
+    assert_int_equal(hlb_model_create(3.0 * scale, &o, &pair[1]), 0);
+    int n = 3 + (int)(40 * hlb__rng_uniform(&r));
+    double xmax = 0.0;
+    for (int i = 0; i < n; i++) {
+      double x = floor(1.0 + span * hlb__rng_uniform(&r));
+      double y = shape(set % 5, x, scale) * fabs(1.0 + noise * hlb__rng_normal(&r)) + 1e-9;
+      xmax = fmax(xmax, x);
+      double fit_to = set % 4 == 1 ? 4.0 * xmax : scale;
+      for (int w = 0; w < 2; w++) {
+        hlb_model *m = pair[w];
+        assert_int_equal(hlb_model_add(m, x, y, 0.0), 0);
+        if (i < 2) continue;
+        ref_cand want;
+        int in_band = 0, at = ref_fit(m, fit_to, &want, &in_band);
+        int rc = hlb_model_fit(m, fit_to);
+        if (at < 0) {
+          assert_int_equal(rc, HLB_ENUMERIC);
+          continue;
+        }
+        if (rc != 0)
+          fail_msg("set %d, sample %d: fit failed (%d), the reference chose 0x%x", set, i, rc,
+                   want.mask);
+        fits++;
+        outside += !in_band;
+        if (hlb_model_terms(m) != want.mask)
+          fail_msg("set %d, sample %d: terms 0x%x, the reference chose 0x%x (at %d)", set, i,
+                   hlb_model_terms(m), want.mask, at);
+        hlb_curve c;
+        assert_int_equal(hlb_model_curve(m, &c), 0);
+        for (int t = 0; t < HLB_TERM_COUNT; t++)
+          if (!(fabs(c.coef[t] - want.coef[t]) <= 1e-12 * fabs(want.coef[t])))
+            fail_msg("set %d, sample %d: term %d is %.17g, the reference's %.17g", set, i, t,
+                     c.coef[t], want.coef[t]);
+        if (!isnan(want.score) || !isnan(hlb_model_score(m)))
+          assert_true(hlb_model_score(m) == want.score);
+      }
+    }
+    hlb_model_destroy(pair[0]);
+    hlb_model_destroy(pair[1]);
+  }
+  /* The data must reach both ways out: fits from the band, and fits past a band that failed. */
+  assert_true(fits > 1000);
+  assert_true(outside > 20);
+  assert_true(outside < fits / 2);
+}
+
+/* Every subset AICc can score (4 samples: one term) fails the monotone test, one it cannot
+ * score passes: the search goes on past the scored ones. ln u (a + b u) with b = -1, a = 0.295
+ * rises on u in [0.3, 0.6]; ln u alone falls there, and u ln u alone falls beyond 1/e. */
+static void search_goes_past_scored_subsets(void **s) {
+  (void)s;
+  hlb_model_options o;
+  hlb_model_options_default(&o);
+  o.allowed_terms = (1u << HLB_TERM_LOG) | (1u << HLB_TERM_ULOG);
+  hlb_model *m = NULL;
+  double scale = 1.0 / 0.3;
+  assert_int_equal(hlb_model_create(scale, &o, &m), 0);
+  for (int i = 0; i < 4; i++) {
+    double x = 1.0 + i / 3.0, u = x / scale;
+    assert_int_equal(hlb_model_add(m, x, log(u) * (0.295 - u), 0.0), 0);
+  }
+  ref_cand want;
+  int in_band = 0;
+  assert_true(ref_fit(m, 2.0, &want, &in_band) >= 0);
+  assert_int_equal(hlb_model_fit(m, 2.0), 0);
+  assert_int_equal(hlb_model_terms(m), want.mask);
+  assert_int_equal(hlb_model_terms(m), o.allowed_terms);
+  assert_true(isnan(hlb_model_score(m)));
+  hlb_model_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(recovers_linear),
@@ -398,6 +576,8 @@ int main(void) {
       cmocka_unit_test(allowed_terms_are_honoured),
       cmocka_unit_test(huge_u_drops_exponential_terms),
       cmocka_unit_test(loocv_window_wraps),
+      cmocka_unit_test(fit_equals_full_search),
+      cmocka_unit_test(search_goes_past_scored_subsets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

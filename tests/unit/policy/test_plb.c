@@ -417,6 +417,45 @@ static void minmax_tree_matches_scan(void **state) {
   hlb__plb_minmax_free(&m);
 }
 
+/* Bisections sharing their first steps through a memo (hlb's three sizes per block) give
+ * exactly what each gives alone: on curves with ln and e^u terms, times spread over the whole
+ * range, the range changed now and then (the memo starts afresh), and two curves in turns. */
+static void inverse_memo_matches_plain(void **state) {
+  (void)state;
+  unsigned long z = 777;
+  unsigned reused = 0;
+  for (unsigned set = 0; set < 300; set++) {
+    hlb_curve c[2];
+    for (int j = 0; j < 2; j++) {
+      z = z * 6364136223846793005ul + 1442695040888963407ul;
+      double a = 1e-3 * (double)((z >> 40) % 100 + 1);
+      memset(&c[j], 0, sizeof c[j]);
+      c[j].scale = 1e4 * (double)((z >> 20) % 9 + 1);
+      c[j].coef[HLB_TERM_CONST] = a;
+      c[j].coef[HLB_TERM_U] = 10.0 * a * (double)((z >> 30) % 7 + 1);
+      if (set % 3 == 1) c[j].coef[HLB_TERM_ULOG] = 0.5 * a;
+      if (set % 3 == 2) c[j].coef[HLB_TERM_EXP] = 0.1 * a;
+      c[j].transfer_per_item = set % 2 ? 1e-7 : 0.0;
+    }
+    hlb__plb_memo memo;
+    memo.c = NULL;
+    double x_max = 1e3 * (double)(set % 50 + 1);
+    for (unsigned k = 0; k < 12; k++) {
+      z = z * 6364136223846793005ul + 1442695040888963407ul;
+      if (k == 6) x_max *= 1.5;
+      const hlb_curve *cv = &c[(k / 4) % 2];
+      double t = hlb_curve_time(cv, x_max) * (double)((z >> 33) % 1200) / 1000.0;
+      unsigned before = memo.n;
+      double got = hlb__plb_inverse_memo(&memo, cv, t, x_max);
+      double want = hlb__plb_inverse(cv, t, x_max);
+      if (got != want)
+        fail_msg("set %u, call %u: %.17g with the memo, %.17g without", set, k, got, want);
+      reused += memo.c == cv && before > 0 && memo.n > 0;
+    }
+  }
+  assert_true(reused > 1000);
+}
+
 static void bad_parameters_are_named(void **state) {
   (void)state;
   tpu pus[4];
@@ -444,6 +483,7 @@ int main(void) {
       cmocka_unit_test(hlb_slow_pu_with_fixed_cost),
       cmocka_unit_test(hlb_no_fixed_cost_tail),
       cmocka_unit_test(minmax_tree_matches_scan),
+      cmocka_unit_test(inverse_memo_matches_plain),
       cmocka_unit_test(bad_parameters_are_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
