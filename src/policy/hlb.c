@@ -143,6 +143,7 @@ typedef struct hlbp {
   int planned;      /* target is valid */
   unsigned since;   /* grants since the last solve */
   unsigned changed; /* estimates that moved since the last solve */
+  double plan_rate; /* cost in average items per second the last solve planned for */
   double t0;        /* the first grant's time: the start of the predicted makespan */
   int started;
 } hlbp;
@@ -422,16 +423,35 @@ static void plan(hlbp *h, double now) {
   unsigned m = hlb__plb_solve(h->ctx, &h->ws, h->curves, h->usable, h->ready, left, h->x, &ms);
   h->planned = m > 0;
   h->target = now + ms;
+  h->plan_rate = ms > 0 ? left / ms : 0.0;
   h->since = 0;
   h->changed = 0;
 }
 
-static int needs_plan(const hlbp *h, double now, unsigned alive) {
+/* Solve the split again when it is due: first, every alive/16 grants (a changed estimate counts
+ * 4), at each grant in the tail of a run of at most 64 PUs, and when the run is behind the
+ * planned finish. Behind it, a run of many PUs solves again only every alive/64 grants: a solve
+ * reads every PU, and with 10^4 PUs and one-item blocks every grant came after the planned
+ * finish, so every grant solved (240 µs of rank 0's CPU each, bench_grants --policy hlb).
+ * Between those solves the finish moves at the rate the last solve planned for, so that shares
+ * stay what the PUs can do by then instead of collapsing to a granule. Below 128 PUs every
+ * late grant still solves (alive/64 is 1 or 0). */
+static void plan_if_due(hlbp *h, double now, unsigned alive) {
   unsigned every = alive / 16 ? alive / 16 : 1;
   size_t left = hlb_balancer_remaining(h->ctx->balancer);
   /* Near the end every decision matters: plan each time. */
-  return !h->planned || h->since + 4 * h->changed >= every || !(h->target > now) ||
-         (alive <= 64 && (double)left < 0.1 * (double)h->ctx->n_items);
+  if (!h->planned || h->since + 4 * h->changed >= every ||
+      (alive <= 64 && (double)left < 0.1 * (double)h->ctx->n_items)) {
+    plan(h, now);
+    return;
+  }
+  if (h->target > now) return;
+  unsigned every_late = alive / 64 ? alive / 64 : 1;
+  if (h->since >= every_late || !(h->plan_rate > 0)) {
+    plan(h, now);
+    return;
+  }
+  h->target = now + hlb_balancer_remaining_cost(h->ctx->balancer) / h->plan_rate;
 }
 
 /* The curve's fixed cost per block: its time at one granule less that granule's share of the
@@ -535,7 +555,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
     *count = hlb__plb_round(h->ctx, h->prm[P_PROBE] * per_pu);
     return HLB_GRANT;
   }
-  if (needs_plan(h, now, alive)) plan(h, now);
+  plan_if_due(h, now, alive);
   h->since++;
   hlb_curve own; /* this PU's newest estimate: it may have moved since the solve */
   hlb__plb_curve_scaled(&own, &q->u.curve, q->corr);

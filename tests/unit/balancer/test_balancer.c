@@ -497,6 +497,58 @@ static void warm_up_block_keeps_the_priors(void **state) {
   hlb_balancer_destroy(b);
 }
 
+/* 256 PUs that all know their rate (priors) get one planned block each and finish it as
+ * planned; then every one asks again long after the planned finish (a run fallen behind: at
+ * 10^4 PUs of one-item blocks every grant came late). A late grant solves the split again only
+ * every alive/64 grants now, and between solves the planned finish moves on at the planned
+ * rate: a late block is still a share of what is left, not one item (a finish left in the past
+ * made every share the inverse of a negative time). */
+static void late_grants_keep_their_size(void **state) {
+  (void)state;
+  enum { P = 256 };
+  hlb_pu_desc *desc = calloc(P, sizeof *desc);
+  const hlb_sample **per_pu = calloc(P, sizeof *per_pu);
+  size_t *n_prior = calloc(P, sizeof *n_prior);
+  hlb_sample prior[8];
+  make_priors(prior, 8, 1e6);
+  for (unsigned p = 0; p < P; p++) {
+    desc[p] = (hlb_pu_desc){.name = "cpu", .kind = "cpu", .speed_hint = 1};
+    per_pu[p] = prior;
+    n_prior[p] = 8;
+  }
+  hlb_balancer_config c = config(100000000, P, "hlb", NULL);
+  c.pus = desc;
+  c.prior = per_pu;
+  c.n_prior = n_prior;
+  hlb_balancer *b = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  size_t first_min = SIZE_MAX, late_min = SIZE_MAX;
+  double end = 0;
+  for (unsigned p = 0; p < P; p++) {
+    hlb_block blk;
+    assert_int_equal(hlb_balancer_next(b, p, 0.0, &blk), HLB_GRANT);
+    if (blk.count < first_min) first_min = blk.count;
+    double t = (double)blk.count / 1e6;
+    hlb_sample s = sample(blk, t, 0, t);
+    assert_int_equal(hlb_balancer_done(b, p, &s), 0);
+    if (t > end) end = t;
+  }
+  /* The planned finish is 10^8 items / (256 x 10^6 items/s), 0.39 s: ask from 10x that on,
+   * each PU a second after the one before, so that every ask comes after the finish the
+   * split planned last. */
+  for (unsigned p = 0; p < P; p++) {
+    hlb_block blk;
+    assert_int_equal(hlb_balancer_next(b, p, 3.9 + p, &blk), HLB_GRANT);
+    if (blk.count < late_min) late_min = blk.count;
+  }
+  if (late_min * 4 < first_min)
+    fail_msg("a late block of %zu items, the planned ones were %zu and more", late_min, first_min);
+  hlb_balancer_destroy(b);
+  free(desc);
+  free(per_pu);
+  free(n_prior);
+}
+
 /* A policy without priors (greedy) ignores them: nothing is fed, nothing is counted. */
 static void priors_need_a_policy_that_takes_them(void **state) {
   (void)state;
@@ -577,6 +629,7 @@ int main(void) {
       cmocka_unit_test(priors_replace_the_probe),
       cmocka_unit_test(wrong_priors_are_forgotten),
       cmocka_unit_test(warm_up_block_keeps_the_priors),
+      cmocka_unit_test(late_grants_keep_their_size),
       cmocka_unit_test(priors_need_a_policy_that_takes_them),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
