@@ -94,8 +94,8 @@ typedef struct hlb_exec_call {
    * than threads keeps that many cores busy). The kernel runs on the PU's driver thread, the
    * same in every run of the executor, so an OpenMP team is made once. */
   unsigned threads;
-  void *queue;                             /* opencl: cl_command_queue; cuda: cudaStream_t */
-  unsigned device;                         /* device index within the backend */
+  void *queue;     /* opencl: cl_command_queue; cuda: cudaStream_t */
+  unsigned device; /* device index within the backend */
 } hlb_exec_call;
 
 /* A host buffer every block reads (a matrix, the centroids): copied to each device once
