@@ -292,10 +292,11 @@ static size_t copy_recent(const run_ctx *r, unsigned p, hlb_decision *out) {
  * faster per core, so later runs gave PoCL all 14 cores (hlb run spmv --pus all, an H100
  * machine, 2026-11-26). */
 static size_t copy_recent_warm(const run_ctx *r, unsigned p, hlb_decision *out) {
-  size_t n = copy_recent(r, p, out);
-  if (r->n_recent[p] < 2 || r->n_recent[p] > HLB__JUDGE_RECENT) return n;
-  memmove(out, out + 1, (n - 1) * sizeof *out);
-  return n - 1;
+  if (r->n_recent[p] < 2 || r->n_recent[p] > HLB__JUDGE_RECENT) return copy_recent(r, p, out);
+  /* The ring has not wrapped: the first block is entry 0. */
+  size_t n = r->n_recent[p] - 1;
+  memcpy(out, r->recent[p] + 1, n * sizeof *out);
+  return n;
 }
 
 /* What the judge reads (exec/judge.h): the newest finished blocks of the cpu PU and of device
