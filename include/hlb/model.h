@@ -122,6 +122,9 @@ HLB_EXTERN void hlb_model_destroy(hlb_model *m);
 /* Forget every sample and the fit (scale and options stay): for a model that started from a
  * previous run's samples which the first blocks of this run contradict. */
 HLB_EXTERN void hlb_model_clear(hlb_model *m);
+/* How many times hlb_model_clear was called on m: > 0 when a policy forgot what the model was
+ * started from (the executor then replaces the stored samples instead of adding to them). */
+HLB_EXTERN unsigned hlb_model_clears(const hlb_model *m);
 
 /* Add one measurement: a block of `items` took compute_s to compute and transfer_s to move
  * (0 when not measured). Returns 0, or HLB_ESAMPLE when rejected (counted by reason, the

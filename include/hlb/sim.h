@@ -46,6 +46,11 @@ typedef struct hlb_sim_options {
    * newest HLB_SIM_REMEMBERED per PU, given to the balancer as priors), as the executor's
    * session and stored models give a later run; 0 = every pass trains its models anew. */
   int remember;
+  /* With passes > 1: 1 = each pass starts without the item cost density the passes before it
+   * learnt (every item taken to cost the same), so that with `remember` a pass starts from
+   * priors alone, as a later run does whose stored item costs do not apply (another item
+   * count, docs/models.md). */
+  int no_item_costs;
 } hlb_sim_options;
 
 /* Samples per PU a pass remembers for the next (hlb_sim_options.remember): the executor's

@@ -251,9 +251,9 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
   size_t n_log = hlb_balancer_log(b, &log);
   for (unsigned j = 0; j < nb; j++) {
     size_t primed = hlb_balancer_primed(b, j);
-    /* The policy forgot the priors (hlb_model_clear): the model holds fewer samples than it
-     * was given. */
-    forgot[j] = primed > 0 && hlb_model_samples(hlb_balancer_model(b, j)) < primed;
+    /* The policy forgot the priors (hlb_model_clear). (Counting the model's samples against
+     * the priors missed a forgetting followed by more blocks than there were priors.) */
+    forgot[j] = primed > 0 && hlb_model_clears(hlb_balancer_model(b, j)) > 0;
     hlb_sample *s = NULL;
     size_t n = 0;
     const char *key = m->pu_key[bidx[j]];

@@ -96,7 +96,9 @@ void hlb_model_clear(hlb_model *m) {
   double scale = m->scale;
   hlb_model_options opt = m->opt;
   double *wx = m->win_x, *wy = m->win_y, *ww = m->win_w;
+  unsigned clears = m->clears + 1;
   memset(m, 0, sizeof *m);
+  m->clears = clears;
   m->scale = scale;
   m->opt = opt;
   m->win_x = wx;
@@ -106,6 +108,10 @@ void hlb_model_clear(hlb_model *m) {
   m->x_min = INFINITY;
   m->r2 = NAN;
   m->score = NAN;
+}
+
+unsigned hlb_model_clears(const hlb_model *m) {
+  return m ? m->clears : 0;
 }
 
 void hlb__basis(double u, int exp_ok, double phi[HLB__NT]) {

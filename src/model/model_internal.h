@@ -37,8 +37,9 @@ struct hlb_model {
   size_t rejected[HLB_REJECT_COUNT];
   double distinct[HLB__DISTINCT_CAP];
   unsigned n_distinct;
-  double x_min; /* smallest accepted block, lower end of the monotonicity grid */
-  int exp_ok;   /* 0 once a sample had u > HLB__EXP_U_MAX */
+  double x_min;    /* smallest accepted block, lower end of the monotonicity grid */
+  int exp_ok;      /* 0 once a sample had u > HLB__EXP_U_MAX */
+  unsigned clears; /* hlb_model_clear calls (kept over them) */
   /* Leave-one-out ring buffer (HLB_SELECT_LOOCV only): sizes and compute times, newest at
    * (win_head + win_len - 1) % loo_window. */
   double *win_x, *win_y, *win_w; /* win_w: weight without forgetting */

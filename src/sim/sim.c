@@ -676,12 +676,13 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
     hlb_sim_result *r = NULL;
     o.seed = opt->seed + k - 1;
     o.keep_trace = 0;
-    rc = run_pass(c, &o, k > 1 ? cost : NULL, cost, m, remember, &r);
+    rc = run_pass(c, &o, k > 1 && !opt->no_item_costs ? cost : NULL, cost, m, remember, &r);
     hlb_sim_result_free(r);
   }
   o.seed = opt->seed + passes - 1;
   o.keep_trace = opt->keep_trace;
-  if (rc == 0) rc = run_pass(c, &o, passes > 1 ? cost : NULL, NULL, m, remember, out);
+  if (rc == 0)
+    rc = run_pass(c, &o, passes > 1 && !opt->no_item_costs ? cost : NULL, NULL, m, remember, out);
   free(cost);
   memory_free(&mem);
   return rc;

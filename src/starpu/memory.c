@@ -86,7 +86,7 @@ int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *
     }
     /* The policy forgot the priors (its first blocks contradicted them): so does the memory. */
     size_t primed = hlb_balancer_primed(b, p);
-    forgot[p] = primed > 0 && hlb_model_samples(hlb_balancer_model(b, p)) < primed;
+    forgot[p] = primed > 0 && hlb_model_clears(hlb_balancer_model(b, p)) > 0;
     if (forgot[p]) m->replace[ids[p]] = 1;
     rc = append(m, ids[p], s, n, forgot[p]);
   }

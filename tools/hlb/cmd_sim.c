@@ -34,7 +34,7 @@ typedef struct args {
   const char *params_shown; /* --params or $HLB_POLICY_PARAMS, as the library will read them */
   size_t items, granularity, reps, passes;
   uint64_t seed;
-  int json, timing, no_noise, no_events, progress, keep_devices, remember;
+  int json, timing, no_noise, no_events, progress, keep_devices, remember, no_item_costs;
 } args;
 
 /* Statistics of one policy over the repetitions; runs[0] (seed S) is kept for items and the
@@ -71,6 +71,7 @@ static int parse_args(int argc, char **argv, args *a, hlb_cli_args *cli) {
   a->no_events = hlb_cli_flag(cli, "no-events");
   a->keep_devices = hlb_cli_flag(cli, "keep-devices");
   a->remember = hlb_cli_flag(cli, "remember");
+  a->no_item_costs = hlb_cli_flag(cli, "no-item-costs");
   a->progress = hlb_cli_show_progress(cli);
   return 0;
 }
@@ -147,7 +148,8 @@ static int simulate(const args *a, const hlb_cluster *c, const char *policy, row
                          .no_events = a->no_events,
                          .passes = (unsigned)a->passes,
                          .keep_weak_devices = a->keep_devices,
-                         .remember = a->remember};
+                         .remember = a->remember,
+                         .no_item_costs = a->no_item_costs};
     hlb_sim_result *r = NULL;
     int rc = hlb_sim_run(c, &o, &r);
     if (rc) return hlb_cli_lib_error("sim", rc);

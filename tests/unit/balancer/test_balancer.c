@@ -461,13 +461,53 @@ static void wrong_priors_are_forgotten(void **state) {
   assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8 + 3); /* not yet judged */
   run_blocks(b, 1, 1e6, NULL);
   assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 3);
+  assert_int_equal(hlb_model_clears(hlb_balancer_model(b, 0)), 1); /* what the executor reads */
   hlb_balancer_destroy(b);
   /* The same priors on a run that agrees with them stay. */
   make_priors(prior, 8, 1e6);
   b = primed_balancer(prior);
   run_blocks(b, 4, 1e6, NULL);
   assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8 + 4);
+  assert_int_equal(hlb_model_clears(hlb_balancer_model(b, 0)), 0);
   hlb_balancer_destroy(b);
+}
+
+/* Priors that scatter 10x either way around any curve (blocks of work whose items do not
+ * cost the same, stored without the item costs that explain them) are forgotten at the PU's
+ * first grant, before a block is planned from them: it is a probe. With an item cost density
+ * the priors are in items of average cost and stay. */
+static void scattered_priors_are_forgotten_at_once(void **state) {
+  (void)state;
+  hlb_sample prior[8];
+  for (size_t k = 0; k < 8; k++) { /* 1000..8000 items at 1e5 or 1e7 items per second */
+    double x = 1000.0 * (double)(k + 1), rate = k % 2 ? 1e5 : 1e7;
+    prior[k] = (hlb_sample){.block = {.count = (size_t)x}, .compute_s = x / rate};
+  }
+  hlb_balancer *b = primed_balancer(prior);
+  hlb_block blk;
+  assert_int_equal(hlb_balancer_next(b, 0, 0.0, &blk), HLB_GRANT);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 0);
+  assert_int_equal(hlb_model_clears(hlb_balancer_model(b, 0)), 1);
+  if (blk.count > 10000) fail_msg("the first block is %zu items, not a probe", blk.count);
+  hlb_balancer_destroy(b);
+  /* The same priors with item costs (uniform ones: what matters is that there are some). */
+  double *cost = malloc(64 * sizeof *cost);
+  assert_non_null(cost);
+  for (unsigned k = 0; k < 64; k++)
+    cost[k] = 1.0;
+  const hlb_sample *per_pu[2] = {prior, NULL};
+  size_t n_prior[2] = {8, 0};
+  hlb_balancer_config c = config(10000000, 2, "hlb", NULL);
+  c.prior = per_pu;
+  c.n_prior = n_prior;
+  c.item_cost = cost;
+  c.n_item_cost = 64;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 0.0, &blk), HLB_GRANT);
+  assert_int_equal(hlb_model_clears(hlb_balancer_model(b, 0)), 0);
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 0)), 8);
+  hlb_balancer_destroy(b);
+  free(cost);
 }
 
 /* A first block that holds a one-time warm-up (30x its priors' time, as a GPU library's set-up
@@ -628,6 +668,7 @@ int main(void) {
       cmocka_unit_test(many_blocks_out_of_order),
       cmocka_unit_test(priors_replace_the_probe),
       cmocka_unit_test(wrong_priors_are_forgotten),
+      cmocka_unit_test(scattered_priors_are_forgotten_at_once),
       cmocka_unit_test(warm_up_block_keeps_the_priors),
       cmocka_unit_test(late_grants_keep_their_size),
       cmocka_unit_test(priors_need_a_policy_that_takes_them),
