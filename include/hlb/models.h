@@ -31,6 +31,11 @@ typedef struct hlb_stored_models {
   char problem[320]; /* why the file is ignored by runs (corrupt, stale, foreign); "" */
   unsigned n_pus;
   hlb_stored_pu *pus;
+  /* Item costs stored with the models (docs/models.md, "Item costs"): relative costs of
+   * item_cost_slices equal slices of item_cost_items items, which a later run over as many
+   * items sizes its blocks by; 0 and 0 when none are stored. */
+  size_t item_cost_items;
+  unsigned item_cost_slices;
 } hlb_stored_models;
 
 /* The model directory in use: `dir`, else $HLB_MODEL_DIR, $XDG_CACHE_HOME/hlb, ~/.cache/hlb. */

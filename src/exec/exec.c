@@ -764,6 +764,8 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
         (!models->n_per_bpu || models->n_per_bpu[j] == 0))
       desc[j].first_block = 1;
   }
+  unsigned n_item_cost = 0;
+  const double *item_cost = hlb__exec_item_cost(models, n_items, &n_item_cost);
   hlb_balancer_config cfg = {.n_items = n_items,
                              .granularity = r->opt.granularity,
                              .n_pus = nb,
@@ -773,8 +775,8 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
                              .keep_log = r->opt.keep_log,
                              .prior = models->per_bpu,
                              .n_prior = models->n_per_bpu,
-                             .item_cost = hlb__exec_item_cost(r->ex, models, n_items),
-                             .n_item_cost = HLB_ITEM_COST_SLICES,
+                             .item_cost = item_cost,
+                             .n_item_cost = n_item_cost,
                              .learn_item_cost = 1};
   int rc = hlb_balancer_create(&cfg, &r->b);
   free(desc);
@@ -998,8 +1000,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     int fill_rc = stats ? fill_stats(r, bidx, nb, n_items, stats) : 0;
     int filled = stats && fill_rc == 0;
     /* Before finish(): a failure to store the models must not replace the run's own error. */
-    hlb__exec_models_end(ex, cl, &models, r->b, bidx, nb, stats);
-    hlb__exec_item_cost_keep(ex, &models, r->b, n_items);
+    hlb__exec_models_end(ex, cl, &models, r->b, bidx, nb, n_items, stats);
     rc = finish(r, prep_err);
     rc = rc ? rc : fill_rc;
     remember_rates(r);

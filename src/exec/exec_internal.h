@@ -11,12 +11,9 @@
 /* What earlier runs of an executor measured, per codelet (exec/models.c). */
 typedef struct hlb__exec_memo {
   char key[128];
+  /* The samples, and the item cost density the last run of this codelet learnt (docs/executor.md,
+   * "Items that do not cost the same"), for the next run over as many items. */
   hlb__model_set set;
-  /* The item cost density the last run of this codelet learnt (docs/executor.md, "Items that
-   * do not cost the same"), for the next run over as many items: HLB_ITEM_COST_SLICES values,
-   * or NULL. */
-  double *item_cost;
-  size_t item_cost_items;
 } hlb__exec_memo;
 
 /* A codelet prepared on one PU and kept by the executor, the session, until it is destroyed

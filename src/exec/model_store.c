@@ -148,7 +148,29 @@ void hlb__model_set_free(hlb__model_set *set) {
   for (unsigned i = 0; i < set->n_pu; i++)
     free(set->pu[i].s);
   free(set->pu);
+  free(set->item_cost);
   memset(set, 0, sizeof *set);
+}
+
+int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n, size_t items) {
+  double *copy = NULL;
+  if (n) {
+    copy = malloc(n * sizeof *copy);
+    if (!copy) return hlb__error(HLB_ENOMEM, "models: out of memory");
+    memcpy(copy, cost, n * sizeof *copy);
+  }
+  free(set->item_cost);
+  set->item_cost = copy;
+  set->n_item_cost = n;
+  set->item_cost_items = n ? items : 0;
+  set->item_cost_learnt = n > 0;
+  return 0;
+}
+
+const double *hlb__model_item_cost(const hlb__model_set *set, size_t n_items, unsigned *n) {
+  int match = set->n_item_cost && set->item_cost_items == n_items;
+  if (n) *n = match ? set->n_item_cost : 0;
+  return match ? set->item_cost : NULL;
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */
@@ -196,6 +218,34 @@ static int read_samples(const cJSON *arr, hlb__model_set *set, const char *key) 
   return rc;
 }
 
+/* The optional "item_cost": {"items": N, "slices": [c, ...]}: 1 to HLB_ITEM_COST_SLICES
+ * positive relative costs of equal slices of N items. 0 (set filled, or no such member), 1
+ * when it is malformed (why says how), < 0 out of memory. */
+static int read_item_cost(const cJSON *ic, hlb__model_set *set, char *why, size_t cap) {
+  if (!ic) return 0;
+  const cJSON *items = cJSON_GetObjectItemCaseSensitive(ic, "items");
+  const cJSON *slices = cJSON_GetObjectItemCaseSensitive(ic, "slices");
+  if (!cJSON_IsNumber(items) || !(items->valuedouble >= 1 && items->valuedouble < 1e18) ||
+      items->valuedouble != floor(items->valuedouble))
+    return snprintf(why, cap, "corrupt: \"item_cost\" without a whole \"items\" count >= 1"), 1;
+  int n = cJSON_IsArray(slices) ? cJSON_GetArraySize(slices) : 0;
+  if (n < 1 || n > (int)HLB_ITEM_COST_SLICES)
+    return snprintf(why, cap, "corrupt: \"item_cost\" needs 1 to %u \"slices\", got %d",
+                    HLB_ITEM_COST_SLICES, n),
+           1;
+  double v[HLB_ITEM_COST_SLICES];
+  int k = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, slices) {
+    if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || !isfinite(e->valuedouble))
+      return snprintf(why, cap, "corrupt: \"item_cost\" slice %d is not a positive number", k), 1;
+    v[k++] = e->valuedouble;
+  }
+  int rc = hlb__model_set_item_cost(set, v, (unsigned)k, (size_t)items->valuedouble);
+  set->item_cost_learnt = 0; /* read, not learnt */
+  return rc;
+}
+
 /* 0 with the set filled; 1 when the file is not to be trusted (why says why); < 0 on
  * out of memory. */
 static int parse_file(const cJSON *root, hlb__model_set *set, char *why, size_t cap) {
@@ -215,6 +265,8 @@ static int parse_file(const cJSON *root, hlb__model_set *set, char *why, size_t 
                     cJSON_IsString(host) ? host->valuestring : "(none)", key),
            1;
   if (!cJSON_IsArray(pus)) return snprintf(why, cap, "corrupt: no \"pus\" array"), 1;
+  int bad = read_item_cost(cJSON_GetObjectItemCaseSensitive(root, "item_cost"), set, why, cap);
+  if (bad) return bad;
   const cJSON *p;
   cJSON_ArrayForEach(p, pus) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "pu");
@@ -306,6 +358,21 @@ static cJSON *to_json(const hlb__model_set *set, const char *codelet_name) {
   cJSON_AddStringToObject(root, "host_desc", desc);
   cJSON_AddStringToObject(root, "codelet", codelet_name ? codelet_name : "unnamed");
   cJSON_AddItemToObject(root, "pus", pus);
+  if (set->n_item_cost) {
+    /* Four significant digits: the costs are estimates, and the file stays a few kB. */
+    double v[HLB_ITEM_COST_SLICES];
+    unsigned n = set->n_item_cost < HLB_ITEM_COST_SLICES ? set->n_item_cost : HLB_ITEM_COST_SLICES;
+    for (unsigned i = 0; i < n; i++) {
+      char text[32];
+      snprintf(text, sizeof text, "%.4g", set->item_cost[i]);
+      v[i] = strtod(text, NULL);
+    }
+    cJSON *ic = cJSON_AddObjectToObject(root, "item_cost");
+    if (ic) {
+      cJSON_AddNumberToObject(ic, "items", (double)set->item_cost_items);
+      cJSON_AddItemToObject(ic, "slices", cJSON_CreateDoubleArray(v, (int)n));
+    }
+  }
   for (unsigned i = 0; i < set->n_pu; i++) {
     cJSON *p = cJSON_CreateObject(), *samples = cJSON_CreateArray();
     cJSON_AddItemToArray(pus, p);
@@ -392,6 +459,9 @@ int hlb__model_write(const char *dir, const char *codelet_key, const char *codel
     hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&merged, add->pu[i].key);
     if (!rc && now) hlb__model_keep_decisions(now, &add->pu[i]);
   }
+  /* The newest item costs learnt stand (a run that learnt none leaves the stored ones). */
+  if (rc == 0 && add->item_cost_learnt)
+    rc = hlb__model_set_item_cost(&merged, add->item_cost, add->n_item_cost, add->item_cost_items);
   cJSON *root = rc ? NULL : to_json(&merged, codelet_name);
   char *text = root ? cJSON_PrintUnformatted(root) : NULL;
   if (!rc && !text) rc = hlb__error(HLB_ENOMEM, "models: out of memory writing %s", path);
@@ -428,6 +498,8 @@ static int export_set(const hlb__model_set *set, hlb_stored_models *m) {
   m->pus = calloc(set->n_pu ? set->n_pu : 1, sizeof *m->pus);
   if (!m->pus) return hlb__error(HLB_ENOMEM, "models: out of memory");
   m->n_pus = set->n_pu;
+  m->item_cost_items = set->item_cost_items;
+  m->item_cost_slices = set->n_item_cost;
   for (unsigned i = 0; i < set->n_pu; i++) {
     hlb_stored_pu *p = &m->pus[i];
     snprintf(p->pu, sizeof p->pu, "%s", set->pu[i].key);

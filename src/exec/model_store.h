@@ -43,7 +43,23 @@ typedef struct hlb__stored_pu {
 typedef struct hlb__model_set {
   hlb__stored_pu *pu;
   unsigned n_pu;
+  /* How the cost of an item varies along the item index, as the newest run that learnt it
+   * found (docs/models.md, "Item costs"): n_item_cost relative costs of equal slices of
+   * item_cost_items items; n_item_cost 0 when none is known. */
+  double *item_cost;
+  unsigned n_item_cost;
+  size_t item_cost_items;
+  /* In hlb__model_write's `add`: 1 when the run learnt its item costs (they replace the
+   * file's), 0 when it learnt nothing of them (the file's stay). */
+  int item_cost_learnt;
 } hlb__model_set;
+
+/* Keep n relative costs of equal slices of `items` items in set as learnt by its run
+ * (item_cost_learnt = 1); n 0: the run learnt nothing. HLB_ENOMEM or 0. */
+int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n, size_t items);
+
+/* The set's item costs when they are of n_items items (*n their count), else NULL. */
+const double *hlb__model_item_cost(const hlb__model_set *set, size_t n_items, unsigned *n);
 
 /* The model directory: `dir` when given, else $HLB_MODEL_DIR, $XDG_CACHE_HOME/hlb or
  * $HOME/.cache/hlb. HLB_EINVAL when none can be found (no HOME). */

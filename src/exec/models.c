@@ -57,7 +57,9 @@ static int copy_set(hlb__model_set *dst, const hlb__model_set *src) {
     int rc = hlb__model_append(dst, src->pu[i].key, src->pu[i].s, src->pu[i].n);
     if (rc) return rc;
   }
-  return 0;
+  int rc = hlb__model_set_item_cost(dst, src->item_cost, src->n_item_cost, src->item_cost_items);
+  dst->item_cost_learnt = 0;
+  return rc;
 }
 
 void hlb__exec_pu_key(const hlb_executor *ex, unsigned i, char *out, size_t cap) {
@@ -305,16 +307,37 @@ static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__mode
     hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
     hlb__model_keep_decisions(now, &fresh->pu[i]);
   }
+  /* The item costs this run learnt, even costs that vary like noise: the next run in this
+   * process sizes by them, as the next pass of an iterative code does (the file keeps them only
+   * when they vary, hlb__model_write). A run that learnt nothing leaves the last ones. */
+  if (fresh->item_cost_learnt)
+    return hlb__model_set_item_cost(&e->set, fresh->item_cost, fresh->n_item_cost,
+                                    fresh->item_cost_items);
   return 0;
 }
 
+/* What the run learnt of its items' costs, into `fresh` (nothing when no block could teach it:
+ * every block failed or was mistimed). */
+static int learn_item_cost(const hlb_balancer *b, size_t n_items, hlb__model_set *fresh) {
+  double *cost = malloc(HLB_ITEM_COST_SLICES * sizeof *cost);
+  if (!cost) return hlb__error(HLB_ENOMEM, "models: out of memory");
+  int rc = 0;
+  if (hlb_balancer_item_cost(b, cost, HLB_ITEM_COST_SLICES) == 0)
+    rc = hlb__model_set_item_cost(fresh, cost, HLB_ITEM_COST_SLICES, n_items);
+  else
+    hlb_clear_error();
+  free(cost);
+  return rc;
+}
+
 void hlb__exec_models_end(hlb_executor *ex, const hlb_codelet *cl, hlb__exec_models *m,
-                          const hlb_balancer *b, const unsigned *bidx, unsigned nb,
+                          const hlb_balancer *b, const unsigned *bidx, unsigned nb, size_t n_items,
                           hlb_exec_stats *stats) {
   hlb__model_set fresh = {0};
   int *forgot = calloc(nb ? nb : 1, sizeof *forgot);
   int rc = forgot ? collect(ex, m, b, bidx, nb, &fresh, forgot)
                   : hlb__error(HLB_ENOMEM, "models: out of memory");
+  if (!rc) rc = learn_item_cost(b, n_items, &fresh);
   if (!rc) rc = remember(ex, m, &fresh);
   if (!rc && (m->mode & HLB_MODELS_WRITE)) rc = hlb__model_write(m->dir, m->key, cl->name, &fresh);
   if (rc && !m->error[0]) snprintf(m->error, sizeof m->error, "%s", hlb_last_error());
@@ -339,33 +362,13 @@ void hlb__exec_models_free(hlb__exec_models *m) {
   memset(m, 0, sizeof *m);
 }
 
-const double *hlb__exec_item_cost(hlb_executor *ex, const hlb__exec_models *m, size_t n_items) {
-  const hlb__exec_memo *e = memo_find(ex, m->key);
-  return e && e->item_cost && e->item_cost_items == n_items ? e->item_cost : NULL;
-}
-
-void hlb__exec_item_cost_keep(hlb_executor *ex, const hlb__exec_models *m, const hlb_balancer *b,
-                              size_t n_items) {
-  hlb__exec_memo *e = memo_find(ex, m->key);
-  if (!e) return; /* remember() could not make the entry: out of memory, nothing to keep */
-  if (!e->item_cost) e->item_cost = malloc(HLB_ITEM_COST_SLICES * sizeof *e->item_cost);
-  if (!e->item_cost) return;
-  /* A run without a usable block (every block failed or was mistimed) leaves nothing to learn:
-   * the next run then starts as if items cost the same. */
-  if (hlb_balancer_item_cost(b, e->item_cost, HLB_ITEM_COST_SLICES) == 0) {
-    e->item_cost_items = n_items;
-  } else {
-    free(e->item_cost);
-    e->item_cost = NULL;
-    hlb_clear_error();
-  }
+const double *hlb__exec_item_cost(const hlb__exec_models *m, size_t n_items, unsigned *n) {
+  return hlb__model_item_cost(&m->priors, n_items, n);
 }
 
 void hlb__exec_memo_free(hlb_executor *ex) {
-  for (unsigned i = 0; i < ex->n_memo; i++) {
+  for (unsigned i = 0; i < ex->n_memo; i++)
     hlb__model_set_free(&ex->memo[i].set);
-    free(ex->memo[i].item_cost);
-  }
   free(ex->memo);
   ex->memo = NULL;
   ex->n_memo = 0;

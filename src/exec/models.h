@@ -52,16 +52,13 @@ int hlb__exec_models_priors(hlb_executor *ex, hlb__exec_models *m, const unsigne
  * (when given, after they were filled) say where the models came from and what was forgotten.
  * A failure to store is kept in stats->model_error and hlb_last_error(), never the run's. */
 void hlb__exec_models_end(hlb_executor *ex, const hlb_codelet *cl, hlb__exec_models *m,
-                          const hlb_balancer *b, const unsigned *bidx, unsigned nb,
+                          const hlb_balancer *b, const unsigned *bidx, unsigned nb, size_t n_items,
                           hlb_exec_stats *stats);
 
-/* The item cost density the executor's last run of this codelet learnt, when it ran over
- * n_items items too (HLB_ITEM_COST_SLICES values), else NULL. */
-const double *hlb__exec_item_cost(hlb_executor *ex, const hlb__exec_models *m, size_t n_items);
-
-/* After hlb__exec_models_end: keep what this run learnt of its items' costs for the next. */
-void hlb__exec_item_cost_keep(hlb_executor *ex, const hlb__exec_models *m, const hlb_balancer *b,
-                              size_t n_items);
+/* The item cost density the run starts from: what the executor's last run of this codelet
+ * learnt, else (READ) what the stored file keeps, when it was of n_items items too (*n values),
+ * else NULL. */
+const double *hlb__exec_item_cost(const hlb__exec_models *m, size_t n_items, unsigned *n);
 
 void hlb__exec_models_free(hlb__exec_models *m);
 void hlb__exec_memo_free(hlb_executor *ex);

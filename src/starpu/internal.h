@@ -70,7 +70,7 @@ void hlb__sp_task_done(void *arg); /* the tasks' callback */
  * (forgot[p]: 1 when PU p's priors were forgotten, its old samples dropped). */
 void hlb__sp_memory_priors(const hlb_starpu_memory *m, const int *ids, unsigned n_pus,
                            const hlb_sample **prior, size_t *n_prior);
-const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items);
+const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items, unsigned *n);
 int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *ids, unsigned n_pus,
                         size_t n_items, int *forgot);
 /* 1 when a run of these workers starts from samples read from a model file

@@ -1,7 +1,8 @@
 /* hlb_starpu_memory (include/hlb/starpu.h): what runs of one workload learnt, for the next.
  * Each worker's newest finished blocks become the balancer's priors, as hlb's executor keeps
  * a codelet's samples between its runs (src/exec/models.c); the item cost density of the last
- * run is given to the next run over as many items. */
+ * run is given to the next run over as many items, and kept in the model file with the samples
+ * (docs/models.md, "Item costs"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,9 @@ struct hlb_starpu_memory {
   int replace[STARPU_NMAXWORKERS];
   char file[1024]; /* the model file read, "" when none */
   double item_cost[HLB_ITEM_COST_SLICES];
-  size_t item_cost_items; /* 0: none learnt */
+  unsigned n_item_cost;   /* 0: none known */
+  size_t item_cost_items; /* of how many items */
+  int item_cost_fresh;    /* learnt by a run since the file was read or saved */
 };
 
 int hlb_starpu_memory_create(hlb_starpu_memory **out) {
@@ -49,8 +52,10 @@ void hlb__sp_memory_priors(const hlb_starpu_memory *m, const int *ids, unsigned 
   }
 }
 
-const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items) {
-  return m->item_cost_items == n_items ? m->item_cost : NULL;
+const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items, unsigned *n) {
+  int match = m->n_item_cost && m->item_cost_items == n_items;
+  *n = match ? m->n_item_cost : 0;
+  return match ? m->item_cost : NULL;
 }
 
 /* Append the newest samples of one worker, keeping MEMORY_KEEP; `replace` drops the old. */
@@ -91,12 +96,16 @@ int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *
     rc = append(m, ids[p], s, n, forgot[p]);
   }
   free(s);
-  /* A run without a usable block leaves nothing to learn of the items' costs. */
+  /* A run without a usable block leaves nothing to learn of the items' costs: the last ones
+   * stay. */
   if (!rc) {
-    if (hlb_balancer_item_cost(b, m->item_cost, HLB_ITEM_COST_SLICES) == 0) {
+    double cost[HLB_ITEM_COST_SLICES];
+    if (hlb_balancer_item_cost(b, cost, HLB_ITEM_COST_SLICES) == 0) {
+      memcpy(m->item_cost, cost, sizeof cost);
+      m->n_item_cost = HLB_ITEM_COST_SLICES;
       m->item_cost_items = n_items;
+      m->item_cost_fresh = 1;
     } else {
-      m->item_cost_items = 0;
       hlb_clear_error();
     }
   }
@@ -172,6 +181,12 @@ int hlb_starpu_memory_load(hlb_starpu_memory *m, const hlb_codelet *cl, const hl
     m->fresh[id] = fresh < m->n[id] ? fresh : m->n[id];
     m->stored[id] = m->n[id] - m->fresh[id];
   }
+  /* The file's item costs, unless a run of this memory learnt newer ones. */
+  if (!rc && set.n_item_cost && !m->item_cost_fresh) {
+    memcpy(m->item_cost, set.item_cost, set.n_item_cost * sizeof *m->item_cost);
+    m->n_item_cost = set.n_item_cost;
+    m->item_cost_items = set.item_cost_items;
+  }
   hlb__model_set_free(&set);
   if (!rc) hlb__model_path(path, key, m->file, sizeof m->file);
   return rc;
@@ -189,7 +204,9 @@ int hlb_starpu_memory_save(hlb_starpu_memory *m, const hlb_codelet *cl, const hl
     rc = hlb__model_append(&add, wkey, m->s[id] + (m->n[id] - m->fresh[id]), m->fresh[id]);
     if (!rc) ((hlb__stored_pu *)hlb__model_find(&add, wkey))->replace = m->replace[id];
   }
-  if (!rc && add.n_pu) rc = hlb__model_write(path, key, cl->name, &add);
+  if (!rc && m->item_cost_fresh)
+    rc = hlb__model_set_item_cost(&add, m->item_cost, m->n_item_cost, m->item_cost_items);
+  if (!rc && (add.n_pu || add.item_cost_learnt)) rc = hlb__model_write(path, key, cl->name, &add);
   hlb__model_set_free(&add);
   if (rc) return rc;
   /* Saved: they are the file's now, and a later save adds only what runs add after this. */
@@ -198,6 +215,7 @@ int hlb_starpu_memory_save(hlb_starpu_memory *m, const hlb_codelet *cl, const hl
     m->fresh[id] = 0;
     m->replace[id] = 0;
   }
+  m->item_cost_fresh = 0;
   if (!m->file[0]) hlb__model_path(path, key, m->file, sizeof m->file);
   return 0;
 }

@@ -488,8 +488,7 @@ static int make_balancer(run *r) {
     r->from_file = hlb__sp_memory_from_file(mem, r->ids, r->n_pus);
     cfg.prior = r->prior;
     cfg.n_prior = r->n_prior;
-    cfg.item_cost = hlb__sp_memory_item_cost(mem, r->n_items);
-    cfg.n_item_cost = cfg.item_cost ? HLB_ITEM_COST_SLICES : 0;
+    cfg.item_cost = hlb__sp_memory_item_cost(mem, r->n_items, &cfg.n_item_cost);
   }
   if (!rc) rc = hlb_balancer_create(&cfg, &r->b);
   free(pus);

@@ -73,8 +73,11 @@ static void print_list(const hlb_stored_models *list, size_t n, const char *dir,
       printf("  %-28s ignored by runs: %s\n", f->key, f->problem);
       continue;
     }
-    printf("  %-28s %u PU%s, %zu samples\n", f->key, f->n_pus, f->n_pus == 1 ? "" : "s",
+    printf("  %-28s %u PU%s, %zu samples", f->key, f->n_pus, f->n_pus == 1 ? "" : "s",
            samples_of(f));
+    if (f->item_cost_slices)
+      printf(", item costs of %zu items (%u slices)", f->item_cost_items, f->item_cost_slices);
+    printf("\n");
     for (unsigned p = 0; show && p < f->n_pus; p++) {
       const hlb_stored_pu *u = &f->pus[p];
       char fit[512];
@@ -105,6 +108,10 @@ static void print_json(const hlb_stored_models *list, size_t n, const char *dir)
     cJSON_AddStringToObject(f, "key", list[i].key);
     cJSON_AddStringToObject(f, "codelet", list[i].codelet);
     if (list[i].problem[0]) cJSON_AddStringToObject(f, "problem", list[i].problem);
+    if (list[i].item_cost_slices) {
+      cJSON_AddNumberToObject(f, "item_cost_items", (double)list[i].item_cost_items);
+      cJSON_AddNumberToObject(f, "item_cost_slices", list[i].item_cost_slices);
+    }
     cJSON_AddItemToObject(f, "pus", pus);
     for (unsigned p = 0; p < list[i].n_pus; p++) {
       cJSON *u = cJSON_CreateObject();

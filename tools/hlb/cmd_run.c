@@ -276,6 +276,7 @@ static void print_models(const hlb_exec_stats *s) {
   for (unsigned i = 0; i < s->n_pus; i++)
     if (s->per_pu[i].priors_forgotten)
       printf("; %s's stored samples mispredicted, forgotten", s->pu[i].name);
+  if (s->item_costs_known) printf("; blocks sized by the item costs an earlier run learnt");
   printf("\n");
   if (s->model_error[0]) fprintf(stderr, "hlb run: warning: %s\n", s->model_error);
 }
@@ -381,6 +382,7 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
   cJSON_AddNumberToObject(o, "policy_s", s->solver_s); /* the policy's decisions, in all */
   cJSON_AddStringToObject(o, "models", s->models_from == HLB_MODELS_STORED ? "stored" : "trained");
   if (s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);
+  cJSON_AddBoolToObject(o, "item_costs_known", s->item_costs_known);
   if (s->model_error[0]) cJSON_AddStringToObject(o, "model_error", s->model_error);
   double im = imbalance_pct(s);
   if (isfinite(im))

@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <cJSON.h>
 
 #include "hlb/error.h"
 #include "hlb/exec.h"
+#include "hlb/models.h"
 #include "hlb/policy.h"
 
 #define N_ITEMS 5000
@@ -372,9 +374,49 @@ static void test_runs_carry_item_costs(void **st) {
   hlb_executor_destroy(ex);
 }
 
+/* The item costs are kept with the stored models: a new executor (a new process) over as many
+ * items starts from them, one reading nothing does not. */
+static void test_stored_item_costs_carry_to_a_new_executor(void **st) {
+  (void)st;
+  char dir[128], cmd[160];
+  snprintf(dir, sizeof dir, "/tmp/hlb-test-item-costs-%ld", (long)getpid());
+  counting w;
+  hlb_codelet cl = counting_codelet(&w);
+  cl.name = "uneven-stored";
+  cl.cpu = uneven_kernel;
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.models = HLB_MODELS_ON;
+  o.model_dir = dir;
+  hlb_exec_stats s;
+  memset(&s, 0, sizeof s);
+  const int modes[3] = {HLB_MODELS_ON, HLB_MODELS_ON, HLB_MODELS_WRITE};
+  const int known[3] = {0, 1, 0};
+  for (int run = 0; run < 3; run++) {
+    hlb_executor *ex = two_cpus(1.0);
+    memset(&w, 0, sizeof w);
+    o.models = modes[run];
+    assert_int_equal(hlb_executor_run(ex, &cl, N_ITEMS, &o, &s), 0);
+    assert_once(&w, N_ITEMS);
+    if (s.item_costs_known != known[run])
+      fail_msg("executor %d: item_costs_known %d", run, s.item_costs_known);
+    hlb_executor_destroy(ex);
+  }
+  hlb_stored_models *list = NULL;
+  size_t n = 0;
+  assert_int_equal(hlb_models_list(dir, &list, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(list[0].item_cost_items, N_ITEMS);
+  hlb_models_list_free(list, n);
+  hlb_exec_stats_clear(&s);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_pus),
+      cmocka_unit_test(test_stored_item_costs_carry_to_a_new_executor),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_every_policy_exactly_once),
       cmocka_unit_test(test_failure_retried),

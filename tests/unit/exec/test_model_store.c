@@ -1,6 +1,8 @@
 /* The model files (src/exec/model_store.c): samples round-trip per PU key, only the newest
  * HLB__MODEL_KEEP stay, a replacing write drops a PU's old samples, untrusted files read as
- * empty, and writers running at once (separate processes) lose nothing. */
+ * empty, writers running at once (separate processes) lose nothing, and item costs are kept
+ * with the samples. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,6 +108,80 @@ static void untrusted_files_read_empty(void **st) {
   assert_int_equal(stored("bad-1", "cpu", NULL), 4);
 }
 
+/* Write item costs (n slices over `items` items: 1, 2, ... n) or, with n 0, a run that learnt
+ * none, together with one sample. */
+static void write_item_cost(const char *codelet, unsigned n, size_t items) {
+  hlb__model_set add = {0};
+  hlb_sample s = sample(10, 0.1);
+  assert_int_equal(hlb__model_append(&add, "cpu", &s, 1), 0);
+  double cost[16];
+  for (unsigned k = 0; k < n; k++)
+    cost[k] = 1.0 + k + 1.0 / 3.0; /* not exact in four digits */
+  if (n) assert_int_equal(hlb__model_set_item_cost(&add, cost, n, items), 0);
+  assert_int_equal(hlb__model_write(dir, codelet, "test", &add), 0);
+  hlb__model_set_free(&add);
+}
+
+/* Item costs round-trip (to four significant digits) for the item count they were learnt over;
+ * a run that learnt none leaves them, a newer one replaces them; the listing shows them; a
+ * malformed "item_cost" makes the file untrusted. */
+static void item_costs_round_trip(void **st) {
+  (void)st;
+  write_item_cost("ic-1", 4, 2048);
+  hlb__model_set set;
+  assert_int_equal(hlb__model_read(dir, "ic-1", &set), 0);
+  unsigned n = 0;
+  assert_null(hlb__model_item_cost(&set, 1000, &n)); /* other items: none */
+  assert_int_equal(n, 0);
+  const double *c = hlb__model_item_cost(&set, 2048, &n);
+  assert_non_null(c);
+  assert_int_equal(n, 4);
+  for (unsigned k = 0; k < 4; k++)
+    assert_true(fabs(c[k] - (1.0 + k + 1.0 / 3.0)) < 1e-3 * c[k]);
+  assert_int_equal(set.item_cost_learnt, 0);
+  hlb__model_set_free(&set);
+  write_item_cost("ic-1", 0, 0); /* learnt nothing */
+  assert_int_equal(hlb__model_read(dir, "ic-1", &set), 0);
+  assert_int_equal(set.n_item_cost, 4);
+  assert_int_equal(set.pu[0].n, 2);
+  hlb__model_set_free(&set);
+  write_item_cost("ic-1", 2, 512);
+  hlb_stored_models *list = NULL;
+  size_t nl = 0;
+  assert_int_equal(hlb_models_list(dir, &list, &nl), 0);
+  int found = 0;
+  for (size_t i = 0; i < nl; i++)
+    if (!strcmp(list[i].key, "ic-1"))
+      found = list[i].item_cost_items == 512 && list[i].item_cost_slices == 2;
+  hlb_models_list_free(list, nl);
+  assert_true(found);
+  char path[1024], key[17];
+  assert_int_equal(hlb__model_path(dir, "ic-1", path, sizeof path), 0);
+  hlb__model_host(key, NULL, 0);
+  const char *bad[] = {"{\"items\": 0, \"slices\": [1]}",
+                       "{\"items\": 2.5, \"slices\": [1]}",
+                       "{\"items\": 8, \"slices\": []}",
+                       "{\"items\": 8, \"slices\": [1, -2]}",
+                       "{\"items\": 8, \"slices\": [1, \"x\"]}",
+                       "{\"items\": 8}",
+                       "7"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char text[512], why[256] = "";
+    snprintf(text, sizeof text,
+             "{\"hlb_models\": 1, \"host\": \"%s\", \"item_cost\": %s, \"pus\": "
+             "[{\"pu\": \"cpu\", \"samples\": [[1, 0.1, 0]]}]}",
+             key, bad[i]);
+    assert_int_equal(hlb__model_parse(text, &set, why, sizeof why), 1);
+    if (!strstr(why, "item_cost"))
+      fail_msg("%s: the reason does not name item_cost: %s", bad[i], why);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(stored("ic-1", "cpu", NULL), 0); /* the file is ignored */
+  }
+}
+
 /* Eight processes write 8 samples each for their own PU and for a shared one, at once. */
 static void concurrent_writers_lose_nothing(void **st) {
   (void)st;
@@ -188,6 +264,7 @@ int main(void) {
       cmocka_unit_test(concurrent_writers_lose_nothing),
       cmocka_unit_test(clear_removes_files),
       cmocka_unit_test(decisions_newest_stands),
+      cmocka_unit_test(item_costs_round_trip),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
