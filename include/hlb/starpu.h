@@ -96,9 +96,11 @@ HLB_EXTERN void hlb_starpu_options_default(hlb_starpu_options *o);
  * load: add the samples stored for codelet `cl` to m, older than those m holds, so the next
  * run through m starts from them (its stats say models_from HLB_MODELS_STORED). A missing file
  * adds nothing; a file that cannot be trusted (corrupt, another version, another host) is
- * ignored with one warning on stderr naming it. save: add the samples runs added to m since
- * it was created, loaded or saved (a worker whose run found its stored samples wrong replaces
- * its entry), merged under the directory's lock. Both return 0, HLB_EINVAL (no model
+ * ignored with one warning on stderr naming it; the file's item costs too (how the cost of an
+ * item varies along the index), unless a run through m learnt newer ones. save: add the samples
+ * runs added to m since it was created, loaded or saved (a worker whose run found its stored
+ * samples wrong replaces its entry), and the item costs the last run learnt, merged under the
+ * directory's lock. Both return 0, HLB_EINVAL (no model
  * directory: no HOME), HLB_ENOMEM, or (save) HLB_EIO naming the path it could not write. Call
  * them after starpu_init and between runs. */
 HLB_EXTERN int hlb_starpu_memory_load(hlb_starpu_memory *m, const hlb_codelet *cl,

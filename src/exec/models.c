@@ -307,9 +307,9 @@ static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__mode
     hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
     hlb__model_keep_decisions(now, &fresh->pu[i]);
   }
-  /* The item costs this run learnt, even costs that vary like noise: the next run in this
-   * process sizes by them, as the next pass of an iterative code does (the file keeps them only
-   * when they vary, hlb__model_write). A run that learnt nothing leaves the last ones. */
+  /* The item costs this run learnt: the next run of this executor over as many items sizes
+   * its blocks by them, as the next pass of an iterative code does (so does a new process,
+   * from the file: hlb__model_write). A run that learnt nothing leaves the last ones. */
   if (fresh->item_cost_learnt)
     return hlb__model_set_item_cost(&e->set, fresh->item_cost, fresh->n_item_cost,
                                     fresh->item_cost_items);
