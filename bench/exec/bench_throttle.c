@@ -10,7 +10,8 @@
  *    hlb run, contention and throttling included: the best static split on this machine.
  * Prints each policy's makespan against both, and whether the result verified, then hlb once
  * more starting from the models of the runs before it (docs/models.md). Never passes
- * or fails on time. Usage: bench_throttle [--quick] [--size N] [--factor F] */
+ * or fails on time. Usage: bench_throttle [--quick] [--size N] [--factor F] [--trace FILE]
+ * (--trace: a Chrome trace of that last run, its blocks against the fitted ideal's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,8 @@ static double fitted_ideal(const hlb_exec_stats *st, size_t n_items) {
   return hlb_eft_solve(c, NULL, st->n_pus, (double)n_items, x, &t) ? 0 : t;
 }
 
+static const char *trace_path; /* --trace: where the last run's trace goes */
+
 static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
@@ -83,6 +86,8 @@ static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
   if (st.n_pus == 2 && items) r.slow_share = 100.0 * (double)st.per_pu[1].items / (double)items;
   r.fast_idle = 100 - hlb_exec_busy_pct(&st, 0);
   r.fitted_ideal = fitted_ideal(&st, items);
+  if (trace_path && hlb_exec_write_trace(&st, trace_path))
+    fprintf(stderr, "bench_throttle: %s\n", hlb_last_error());
   hlb_exec_stats_clear(&st);
   return r;
 }
@@ -90,6 +95,7 @@ static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
 int main(int argc, char **argv) {
   size_t n = 2048;
   double factor = 4;
+  const char *trace = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick"))
       n = 192;
@@ -97,6 +103,8 @@ int main(int argc, char **argv) {
       n = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--factor") && i + 1 < argc)
       factor = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+      trace = argv[++i];
   }
   hlb_app *app = NULL;
   hlb_executor *one = open_pus(1, 1), *two = open_pus(2, factor);
@@ -124,6 +132,7 @@ int main(int argc, char **argv) {
   }
   /* hlb again on the same executor: it starts from the samples of every run above (the
    * executor keeps them per codelet, as a stored model file would give a new process). */
+  trace_path = trace; /* only this run's */
   result again = run(app, two, "hlb", &ok);
   printf("%-14s %12.4f %+11.1f%% %+11.1f%% %11.1f%% %11.1f%% %8zu %9s\n", "hlb, from models",
          again.makespan, 100 * (again.makespan / ideal - 1),
