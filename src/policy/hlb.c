@@ -656,9 +656,9 @@ static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
  * the curve they gave? Priors of work whose items do not cost the same, stored without the
  * item costs that would explain them (a run over another item count, a file written without
  * them), scatter far around any curve: mandelbrot's rows cost 12 us to 1 ms each, and the
- * priors' median |ln(measured / predicted)| was 0.4-3.3 in `hlb sim`. Planned from such a
- * curve, a block sized on cheap rows went into the set (predicted 3.4 ms, took 245 ms: `hlb
- * run mandelbrot --runtime starpu` with stored models took 0.30-0.45 s in 2 runs of 5
+ * priors' median |ln(measured / predicted)| was 0.13-3.3 in `hlb sim`, most PUs' above 0.41.
+ * Planned from such a curve, a block sized on cheap rows went into the set (predicted 3.4 ms, took
+ * 245 ms: `hlb run mandelbrot --runtime starpu` with stored models took 0.30-0.45 s in 2 runs of 5
  * against 0.27 s; irregular-2machines-mandelbrot, `--passes 2 --remember --no-item-costs`,
  * 2.22 x the bound at seed 4). The guard did not stop it: it reads the PU's last 8 misses,
  * and the priors' last 8 were the previous run's tail, cheap rows predicted well. So when the
