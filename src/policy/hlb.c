@@ -84,7 +84,9 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "move."},
     {"prior_tolerance", 1.5, 1.01, 100.0,
      "Priors are forgotten when the median measured / predicted time of the prior_check "
-     "blocks after a PU's first is beyond this factor either way (the report's 1.5x band)."},
+     "blocks after a PU's first is beyond this factor either way (the report's 1.5x band); "
+     "in a run without item costs, also when the median of the priors' own misses against "
+     "their curve is (items that do not cost the same, stored without what explains them)."},
     {"tail_idle", 0.02, 0.0, 1.0,
      "Misprediction guard: a block is kept small enough that, mispredicted as badly as the "
      "PU's recent blocks were (the mean over the last 8), it leaves the others idle at most "
