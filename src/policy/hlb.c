@@ -35,9 +35,11 @@
  *   not trusted blindly: if the median of measured / predicted time over the PU's first
  *   `prior_check` blocks after its first is beyond `prior_tolerance` either way (the machine
  *   is loaded, the device changed), the PU forgets its priors, model included, and relearns
- *   from this run's blocks alone. Its first block of the run may carry one-time work (a GPU
- *   library's set-up) and moves neither the check nor the correction (hlb_done). Priors do
- *   not count for best_block (see learn).
+ *   from this run's blocks alone. Before that, at its first grant, priors that do not fit
+ *   the curve they give (items that do not cost the same, stored without the item costs that
+ *   explain them) are forgotten at once (check_prior_fit). Its first block of the run may
+ *   carry one-time work (a GPU library's set-up) and moves neither the check nor the
+ *   correction (hlb_done). Priors do not count for best_block (see learn).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -154,7 +156,6 @@ typedef struct hlbp {
 } hlbp;
 
 static void check_prior_fit(hlbp *h, unsigned p);
-static void drop_priors_kept(hpu *q);
 static void forget_priors(hlbp *h, unsigned p);
 
 static void drop_priors_kept(hpu *q) {
@@ -526,7 +527,6 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   for (unsigned i = 0; i < q->miss_n; i++)
     typical += q->miss[i];
   typical /= q->miss_n;
-
   double over = exp(typical) - 1.0, until = h->target - now, t_max;
   /* Even misses at the level of timing noise count: without them, a run whose blocks were
    * all predicted well meets its first random spike with a block sized for none. The price is
