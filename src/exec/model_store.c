@@ -163,7 +163,6 @@ int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n
   set->item_cost = copy;
   set->n_item_cost = n;
   set->item_cost_items = n ? items : 0;
-  set->item_cost_learnt = n > 0;
   return 0;
 }
 
@@ -241,9 +240,7 @@ static int read_item_cost(const cJSON *ic, hlb__model_set *set, char *why, size_
       return snprintf(why, cap, "corrupt: \"item_cost\" slice %d is not a positive number", k), 1;
     v[k++] = e->valuedouble;
   }
-  int rc = hlb__model_set_item_cost(set, v, (unsigned)k, (size_t)items->valuedouble);
-  set->item_cost_learnt = 0; /* read, not learnt */
-  return rc;
+  return hlb__model_set_item_cost(set, v, (unsigned)k, (size_t)items->valuedouble);
 }
 
 /* 0 with the set filled; 1 when the file is not to be trusted (why says why); < 0 on

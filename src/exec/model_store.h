@@ -54,8 +54,8 @@ typedef struct hlb__model_set {
   int item_cost_learnt;
 } hlb__model_set;
 
-/* Keep n relative costs of equal slices of `items` items in set as learnt by its run
- * (item_cost_learnt = 1); n 0: the run learnt nothing. HLB_ENOMEM or 0. */
+/* Keep (a copy of) n relative costs of equal slices of `items` items in set; n 0: none.
+ * HLB_ENOMEM or 0. */
 int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n, size_t items);
 
 /* The set's item costs when they are of n_items items (*n their count), else NULL. */

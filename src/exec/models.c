@@ -57,9 +57,7 @@ static int copy_set(hlb__model_set *dst, const hlb__model_set *src) {
     int rc = hlb__model_append(dst, src->pu[i].key, src->pu[i].s, src->pu[i].n);
     if (rc) return rc;
   }
-  int rc = hlb__model_set_item_cost(dst, src->item_cost, src->n_item_cost, src->item_cost_items);
-  dst->item_cost_learnt = 0;
-  return rc;
+  return hlb__model_set_item_cost(dst, src->item_cost, src->n_item_cost, src->item_cost_items);
 }
 
 void hlb__exec_pu_key(const hlb_executor *ex, unsigned i, char *out, size_t cap) {
@@ -322,10 +320,12 @@ static int learn_item_cost(const hlb_balancer *b, size_t n_items, hlb__model_set
   double *cost = malloc(HLB_ITEM_COST_SLICES * sizeof *cost);
   if (!cost) return hlb__error(HLB_ENOMEM, "models: out of memory");
   int rc = 0;
-  if (hlb_balancer_item_cost(b, cost, HLB_ITEM_COST_SLICES) == 0)
+  if (hlb_balancer_item_cost(b, cost, HLB_ITEM_COST_SLICES) == 0) {
     rc = hlb__model_set_item_cost(fresh, cost, HLB_ITEM_COST_SLICES, n_items);
-  else
+    fresh->item_cost_learnt = rc == 0;
+  } else {
     hlb_clear_error();
+  }
   free(cost);
   return rc;
 }

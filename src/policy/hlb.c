@@ -651,7 +651,9 @@ static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
   if (pu >= h->n || !hlb__plb_sample_ok(s)) return;
   learn(h, pu, s, 1, 0);
   h->pu[pu].priors++;
-  keep_prior(&h->pu[pu], hlb__plb_sample_x(s), hlb__plb_sample_s(s));
+  /* Only a run without item costs checks them (check_prior_fit). */
+  if (!hlb_balancer_has_item_cost(h->ctx->balancer))
+    keep_prior(&h->pu[pu], hlb__plb_sample_x(s), hlb__plb_sample_s(s));
 }
 
 /* At a PU's first grant after its priors, before anything is planned from them: do they fit
@@ -684,8 +686,7 @@ static void check_prior_fit(hlbp *h, unsigned p) {
     median = m % 2 ? q->prior_x[m / 2] : 0.5 * (q->prior_x[m / 2 - 1] + q->prior_x[m / 2]);
   }
   drop_priors_kept(q);
-  if (median > log(h->prm[P_PRIOR_TOL]) && !hlb_balancer_has_item_cost(h->ctx->balancer))
-    forget_priors(h, p);
+  if (median > log(h->prm[P_PRIOR_TOL])) forget_priors(h, p);
 }
 
 /* The priors mispredicted this run's first blocks: forget them, the model's samples included,

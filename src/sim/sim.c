@@ -672,17 +672,18 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
     remember = rc == 0 ? &mem : NULL;
   }
   hlb_sim_options o = *opt;
+  /* What a pass after the first starts from: the item costs the pass before it learnt. */
+  const double *start = opt->no_item_costs ? NULL : cost;
   for (unsigned k = 1; rc == 0 && k < passes; k++) { /* the passes before the measured one */
     hlb_sim_result *r = NULL;
     o.seed = opt->seed + k - 1;
     o.keep_trace = 0;
-    rc = run_pass(c, &o, k > 1 && !opt->no_item_costs ? cost : NULL, cost, m, remember, &r);
+    rc = run_pass(c, &o, k > 1 ? start : NULL, cost, m, remember, &r);
     hlb_sim_result_free(r);
   }
   o.seed = opt->seed + passes - 1;
   o.keep_trace = opt->keep_trace;
-  if (rc == 0)
-    rc = run_pass(c, &o, passes > 1 && !opt->no_item_costs ? cost : NULL, NULL, m, remember, out);
+  if (rc == 0) rc = run_pass(c, &o, passes > 1 ? start : NULL, NULL, m, remember, out);
   free(cost);
   memory_free(&mem);
   return rc;

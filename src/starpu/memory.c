@@ -204,8 +204,10 @@ int hlb_starpu_memory_save(hlb_starpu_memory *m, const hlb_codelet *cl, const hl
     rc = hlb__model_append(&add, wkey, m->s[id] + (m->n[id] - m->fresh[id]), m->fresh[id]);
     if (!rc) ((hlb__stored_pu *)hlb__model_find(&add, wkey))->replace = m->replace[id];
   }
-  if (!rc && m->item_cost_fresh)
+  if (!rc && m->item_cost_fresh) {
     rc = hlb__model_set_item_cost(&add, m->item_cost, m->n_item_cost, m->item_cost_items);
+    add.item_cost_learnt = rc == 0;
+  }
   if (!rc && (add.n_pu || add.item_cost_learnt)) rc = hlb__model_write(path, key, cl->name, &add);
   hlb__model_set_free(&add);
   if (rc) return rc;

@@ -118,6 +118,7 @@ static void write_item_cost(const char *codelet, unsigned n, size_t items) {
   for (unsigned k = 0; k < n; k++)
     cost[k] = 1.0 + k + 1.0 / 3.0; /* not exact in four digits */
   if (n) assert_int_equal(hlb__model_set_item_cost(&add, cost, n, items), 0);
+  add.item_cost_learnt = n > 0; /* as a run that learnt them (or none) writes */
   assert_int_equal(hlb__model_write(dir, codelet, "test", &add), 0);
   hlb__model_set_free(&add);
 }
