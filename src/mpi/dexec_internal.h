@@ -239,6 +239,9 @@ void hlb__dx_end(dx *x);
 /* An MPI call failed: print the rank, the operation and the peer, and abort the job. */
 void hlb__dx_mpi_check(const dx *x, int mrc, const char *what, int peer);
 #define mpi_check hlb__dx_mpi_check
+/* Receive a block's data from peer (its header has arrived) within the timeout; a peer silent
+ * that long in the middle of it is named and the job aborted (liveness.h, hlb__recv_within). */
+void hlb__dx_recv_data(const dx *x, void *buf, size_t len, int peer, int tag, const char *what);
 
 /* Seconds since the run started (x->t0). */
 double hlb__dx_rel_now(const dx *x);

@@ -168,8 +168,7 @@ static int receive_reply(dx *x) {
               (unsigned long long)rep.bytes);
       MPI_Abort(x->comm, 1);
     }
-    mpi_check(x, MPI_Recv(data, (int)rep.bytes, MPI_BYTE, 0, TAG_IN, x->comm, MPI_STATUS_IGNORE),
-              "MPI_Recv of block input", 0);
+    hlb__dx_recv_data(x, data, rep.bytes, 0, TAG_IN, "a block's input");
   }
   dx_pu *d = &x->loc[l];
   pthread_mutex_lock(&x->mu);

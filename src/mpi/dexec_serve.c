@@ -124,8 +124,7 @@ static void serve_done(dx *x, unsigned g, const req_msg *q, int src) {
       fprintf(stderr, "hlb_mpi_run: rank 0: out of memory for %zu bytes of output\n", len);
       MPI_Abort(x->comm, 1);
     }
-    mpi_check(x, MPI_Recv(dst, (int)len, MPI_BYTE, src, TAG_OUT, x->comm, MPI_STATUS_IGNORE),
-              "MPI_Recv of block output", src);
+    hlb__dx_recv_data(x, dst, len, src, TAG_OUT, "a block's output");
     if (known && cl->unpack) cl->unpack(cl->user, blk.begin, blk.count, dst);
     if (!in_place) free(dst);
     x->bytes_from += len;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "mpi/dexec_internal.h"
+#include "mpi/liveness.h"
 
 int hlb__dx_world_rank(const dx *x, int r) {
   return x->wrank && r >= 0 && r < x->size ? x->wrank[r] : r;
@@ -24,6 +25,22 @@ void hlb__dx_mpi_check(const dx *x, int mrc, const char *what, int peer) {
   fflush(stderr);
   MPI_Abort(x->comm, 1);
   abort(); /* MPI_Abort does not return; never go on with a broken communicator */
+}
+
+void hlb__dx_recv_data(const dx *x, void *buf, size_t len, int peer, int tag, const char *what) {
+  int rc = hlb__recv_within(buf, (int)len, MPI_BYTE, peer, tag, x->comm, x->timeout_s);
+  if (rc != HLB_RECV_TIMED_OUT) {
+    hlb__dx_mpi_check(x, rc, what, peer);
+    return;
+  }
+  fprintf(stderr,
+          "hlb_mpi_run: rank %d: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) in the "
+          "middle of %zu bytes (%s): it is stopped, hung or unreachable; aborting the job\n",
+          hlb__dx_world_rank(x, x->rank), hlb__dx_world_rank(x, peer), x->timeout_s, x->timeout_s,
+          len, what);
+  fflush(stderr);
+  MPI_Abort(x->comm, 1);
+  abort();
 }
 
 /* ---- Sending (the calling thread) -------------------------------------------------------- */

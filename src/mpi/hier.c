@@ -47,6 +47,7 @@
 #include "hlb/cluster.h"
 #include "hlb/plan.h"
 #include "mpi/dexec_internal.h"
+#include "mpi/liveness.h"
 
 /* Tags on the leaders' communicator. */
 enum { HT_UP = 0x4d01, HT_UP_DATA, HT_DOWN, HT_DOWN_DATA };
@@ -170,6 +171,25 @@ static void hx_check(const hx *h, int mrc, const char *what, int peer) {
   fprintf(stderr,
           "hlb_mpi_run_hier: rank %d: %s (peer: leader of node %d) failed: %s; aborting the job\n",
           h->wrank, what, peer, s);
+  fflush(stderr);
+  MPI_Abort(h->world, 1);
+  abort();
+}
+
+/* Receive a share's data from peer of lcomm (its header has arrived) within the timeout: a
+ * peer stopped in the middle of a large message would hang PMPI_Recv out of reach of the
+ * silence checks. `who` names the peer in the message. */
+static void hx_recv_data(const hx *h, void *buf, size_t len, int peer, int tag, const char *who,
+                         const char *what) {
+  int rc = hlb__recv_within(buf, (int)len, MPI_BYTE, peer, tag, h->lcomm, h->timeout_s);
+  if (rc != HLB_RECV_TIMED_OUT) {
+    hx_check(h, rc, what, peer);
+    return;
+  }
+  fprintf(stderr,
+          "hlb_mpi_run_hier: rank %d: %s sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) in the "
+          "middle of %zu bytes (%s): it is stopped, hung or unreachable; aborting the job\n",
+          h->wrank, who, h->timeout_s, h->timeout_s, len, what);
   fflush(stderr);
   MPI_Abort(h->world, 1);
   abort();
@@ -454,8 +474,9 @@ static void m_receive(hx *h, int src, const up_msg *u) {
   if (len) {
     void *dst = cl->unpack ? hx_alloc(h, len, 1, "bytes of share output")
                            : (char *)cl->out + s->begin * m->out_b;
-    hx_check(h, MPI_Recv(dst, (int)len, MPI_BYTE, src, HT_UP_DATA, h->lcomm, MPI_STATUS_IGNORE),
-             "MPI_Recv of share output", src);
+    char who[64];
+    snprintf(who, sizeof who, "the leader of node %d (rank %d)", src, nd->leader);
+    hx_recv_data(h, dst, len, src, HT_UP_DATA, who, "a share's output");
     if (cl->unpack) {
       cl->unpack(cl->user, s->begin, s->count, dst);
       free(dst);
@@ -743,11 +764,7 @@ static void receive_down(hx *h) {
     lshare s = {.valid = 1, .id = d.id, .begin = d.begin, .count = d.count};
     s.in = hx_alloc(h, d.in_bytes, 1, "bytes of share input");
     s.out = hx_alloc(h, h->io.out_bytes_per_item * d.count, 1, "bytes of share output");
-    if (d.in_bytes)
-      hx_check(
-          h,
-          MPI_Recv(s.in, (int)d.in_bytes, MPI_BYTE, 0, HT_DOWN_DATA, h->lcomm, MPI_STATUS_IGNORE),
-          "MPI_Recv of share input", 0);
+    if (d.in_bytes) hx_recv_data(h, s.in, d.in_bytes, 0, HT_DOWN_DATA, "rank 0", "a share's input");
     if (h->failed) {
       up(h, UP_FAILED, &s, NULL, 0, 0, "the node's PUs had all failed");
       free(s.in);

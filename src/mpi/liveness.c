@@ -130,3 +130,19 @@ int hlb__live_wait(MPI_Request *rq, const char *call) {
     if (waited > LIVE_SPIN_S) nap();
   }
 }
+
+int hlb__recv_within(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+                     double timeout_s) {
+  MPI_Request rq;
+  int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &rq);
+  if (rc != MPI_SUCCESS) return rc;
+  double t0 = PMPI_Wtime();
+  for (;;) {
+    int done = 0;
+    rc = PMPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    double waited = PMPI_Wtime() - t0;
+    if (waited > timeout_s) return HLB_RECV_TIMED_OUT;
+    if (waited > LIVE_SPIN_S) nap();
+  }
+}

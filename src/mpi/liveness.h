@@ -21,4 +21,14 @@ void hlb__live_stop(void);
  * timeout and names the ranks that did not answer. `call` names the MPI call for the message. */
 int hlb__live_wait(MPI_Request *rq, const char *call);
 
+/* A point-to-point receive that gives up: PMPI_Irecv, then tests (spinning 10 ms, then napping)
+ * until the message is complete or timeout_s has passed. Returns the MPI status code when it
+ * completed, HLB_RECV_TIMED_OUT when it did not (the request is still posted: the caller is
+ * expected to end the job). Used for a block's data, whose header has arrived: a sender stopped
+ * in the middle of a large (rendezvous) message would otherwise hang the receiver in PMPI_Recv,
+ * out of reach of its silence checks. Works whether or not hlb__live_on. */
+#define HLB_RECV_TIMED_OUT (-1)
+int hlb__recv_within(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+                     double timeout_s);
+
 #endif

@@ -33,6 +33,8 @@ rank_pid() {
   done
 }
 
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
 # Leave nothing behind: a stopped process ignores SIGTERM until continued.
 cleanup_job() {
   local mp=$1 p
@@ -61,12 +63,13 @@ fault() {
   if ! kill -0 "$mp" 2>/dev/null; then
     echo "FAIL $name: the job ended before the fault; make it longer"; cat "$out"; fail=1; return
   fi
+  # Milliseconds in shell arithmetic: a bare Debian root has no bc.
   local t0 t1 rc
-  t0=$(date +%s.%N)
+  t0=$(now_ms)
   kill "-$sig" "$victim"
   # Poll rather than wait: a hung job must not hang the test (CTest's TIMEOUT is the backstop).
   while kill -0 "$mp" 2>/dev/null; do
-    if [ "$(echo "$(date +%s.%N) - $t0 > $bound + 10" | bc)" = 1 ]; then
+    if [ $(($(now_ms) - t0)) -gt $(((bound + 10) * 1000)) ]; then
       echo "FAIL $name: still running $((bound + 10)) s after SIG$sig to rank $VICTIM (hang)"
       cleanup_job "$mp"; tail -5 "$out"; fail=1; return
     fi
@@ -74,13 +77,13 @@ fault() {
   done
   wait "$mp"
   rc=$?
-  t1=$(date +%s.%N)
-  local took
-  took=$(echo "$t1 - $t0" | bc)
-  printf '%s: SIG%s to rank %d (pid %d): job ended after %.1f s with status %d\n' \
+  t1=$(now_ms)
+  local took_ms=$((t1 - t0)) took
+  took=$(printf '%d.%03d' $((took_ms / 1000)) $((took_ms % 1000)))
+  printf '%s: SIG%s to rank %d (pid %d): job ended after %s s with status %d\n' \
     "$name" "$sig" "$VICTIM" "$victim" "$took" "$rc"
   if [ "$rc" -eq 0 ]; then echo "FAIL $name: status 0"; fail=1; fi
-  if [ "$(echo "$took > $bound" | bc)" = 1 ]; then
+  if [ "$took_ms" -gt $((bound * 1000)) ]; then
     echo "FAIL $name: ended after $took s, bound $bound s"; fail=1
   fi
   if ! grep -Eq "$pattern" "$out"; then
