@@ -11,11 +11,21 @@
  * Prints each policy's makespan against both, and whether the result verified, then hlb once
  * more starting from the models of the runs before it (docs/models.md). Never passes
  * or fails on time. Usage: bench_throttle [--quick] [--size N] [--factor F] [--trace FILE]
- * (--trace: a Chrome trace of that last run, its blocks against the fitted ideal's). */
+ * [--sessions R [--later K]] (--trace: a Chrome trace of that last run, its blocks against the
+ * fitted ideal's).
+ *
+ * --sessions R: the issue #14 figure as a user meets it, `hlb run` again and again with one
+ * model directory: R times, a new model directory; in it a first hlb run that trains and stores
+ * its models, then K (default 3) later runs, each on a new executor (a new process would do
+ * the same) that reads the stored models and adds its own. Every run is against two fitted
+ * ideals: the first run's (the reference above) and its own (lines fitted to its own blocks:
+ * the best one-block split at the speeds this very run met; this VM's speed moves 10-30 %
+ * from one run to the next, more than the 5 % measured). Medians of first and later runs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apps.h"
 #include "hlb/error.h"
@@ -38,6 +48,7 @@ typedef struct result {
   double makespan, slow_share, fast_idle;
   size_t blocks;
   double fitted_ideal; /* EFT makespan on the run's fitted curves, one block each; 0 if unfitted */
+  int stored;          /* 1 when the run started from stored models */
 } result;
 
 /* Least-squares line t = a + b x through PU pu's finished blocks of the decision log, as a
@@ -68,11 +79,16 @@ static double fitted_ideal(const hlb_exec_stats *st, size_t n_items) {
 }
 
 static const char *trace_path; /* --trace: where the last run's trace goes */
+static const char *model_dir;  /* --sessions: the session's model directory, else none */
 
 static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = policy;
+  if (model_dir) {
+    o.models = HLB_MODELS_ON;
+    o.model_dir = model_dir;
+  }
   hlb_exec_stats st = {0};
   int rc = hlb_app_run(app, ex, &o, &st);
   *ok = rc == 0 && hlb_app_verify(app) == 0;
@@ -86,16 +102,99 @@ static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
   if (st.n_pus == 2 && items) r.slow_share = 100.0 * (double)st.per_pu[1].items / (double)items;
   r.fast_idle = 100 - hlb_exec_busy_pct(&st, 0);
   r.fitted_ideal = fitted_ideal(&st, items);
+  r.stored = st.models_from == HLB_MODELS_STORED;
   if (trace_path && hlb_exec_write_trace(&st, trace_path))
     fprintf(stderr, "bench_throttle: %s\n", hlb_last_error());
   hlb_exec_stats_clear(&st);
   return r;
 }
 
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of the finite values among v[0..n) (reordered); NAN when there is none. */
+static double median(double *v, size_t n) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(v[i])) v[m++] = v[i];
+  n = m;
+  if (n == 0) return NAN;
+  qsort(v, n, sizeof *v, by_value);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* --sessions: R model directories, a first run and K later runs (new executors) in each. */
+static int sessions(hlb_app *app, unsigned reps, unsigned later, double factor) {
+  double *first_ref = calloc(reps, sizeof(double)), *first_own = calloc(reps, sizeof(double));
+  double *later_ref = calloc((size_t)reps * later, sizeof(double));
+  double *later_own = calloc((size_t)reps * later, sizeof(double));
+  if (!first_ref || !first_own || !later_ref || !later_own) return 1;
+  printf("%-8s %-6s %-8s %12s %14s %14s %12s %8s %9s\n", "session", "run", "models", "makespan s",
+         "vs 1st fitted", "vs own fitted", "slow share", "blocks", "verified");
+  size_t nl = 0;
+  int failed = 0;
+  for (unsigned r = 0; r < reps; r++) {
+    char dir[] = "/tmp/bench_throttle_models.XXXXXX";
+    if (!mkdtemp(dir)) {
+      perror("bench_throttle: mkdtemp");
+      return 1;
+    }
+    model_dir = dir;
+    double reference = 0;
+    for (unsigned k = 0; k <= later; k++) {
+      hlb_executor *ex = open_pus(2, factor); /* new each run: only the files carry over */
+      if (!ex) {
+        fprintf(stderr, "bench_throttle: %s\n", hlb_last_error());
+        return 1;
+      }
+      int ok;
+      result x = run(app, ex, "hlb", &ok);
+      hlb_executor_destroy(ex);
+      if (k == 0) reference = x.fitted_ideal;
+      double vs_ref = reference > 0 ? x.makespan / reference - 1 : NAN;
+      double vs_own = x.fitted_ideal > 0 ? x.makespan / x.fitted_ideal - 1 : NAN;
+      printf("%-8u %-6s %-8s %12.4f %+13.1f%% %+13.1f%% %11.1f%% %8zu %9s\n", r + 1,
+             k == 0 ? "first" : "later", x.stored ? "stored" : "trained", x.makespan, 100 * vs_ref,
+             100 * vs_own, x.slow_share, x.blocks, ok ? "yes" : "NO");
+      /* Not timings: a wrong result, or a later run that did not find the stored models, is
+       * a failure of what this mode measures (CTest bench_throttle_sessions_quick). */
+      if (!ok || x.stored != (k > 0)) {
+        fprintf(stderr, "bench_throttle: session %u, run %u: %s\n", r + 1, k + 1,
+                !ok ? "the result did not verify"
+                : k ? "did not start from the stored models"
+                    : "found models in a new directory");
+        failed = 1;
+      }
+      if (k == 0) {
+        first_ref[r] = vs_ref;
+        first_own[r] = vs_own;
+      } else {
+        later_ref[nl] = vs_ref;
+        later_own[nl++] = vs_own;
+      }
+    }
+    char cmd[sizeof dir + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) fprintf(stderr, "bench_throttle: could not remove %s\n", dir);
+  }
+  model_dir = NULL;
+  printf("medians: first runs %+.1f%% vs their fitted ideal; later runs (from the stored models) "
+         "%+.1f%% vs the first run's fitted ideal, %+.1f%% vs their own\n",
+         100 * median(first_own, reps), 100 * median(later_ref, nl), 100 * median(later_own, nl));
+  free(first_ref);
+  free(first_own);
+  free(later_ref);
+  free(later_own);
+  return failed;
+}
+
 int main(int argc, char **argv) {
   size_t n = 2048;
   double factor = 4;
   const char *trace = NULL;
+  unsigned n_sessions = 0, later = 3;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick"))
       n = 192;
@@ -105,12 +204,34 @@ int main(int argc, char **argv) {
       factor = atof(argv[++i]);
     else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
       trace = argv[++i];
+    else if (!strcmp(argv[i], "--sessions") && i + 1 < argc)
+      n_sessions = (unsigned)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--later") && i + 1 < argc)
+      later = (unsigned)strtoul(argv[++i], NULL, 10);
+    else {
+      fprintf(stderr, "bench_throttle: unknown or incomplete option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (n == 0 || !(factor >= 1) || (n_sessions && later == 0)) {
+    fprintf(stderr, "bench_throttle: --size must be > 0, --factor >= 1, --later > 0\n");
+    return 2;
   }
   hlb_app *app = NULL;
   hlb_executor *one = open_pus(1, 1), *two = open_pus(2, factor);
   if (!one || !two || hlb_app_create("matmul", n, 1, &app)) {
     fprintf(stderr, "bench_throttle: %s\n", hlb_last_error());
     return 1;
+  }
+  if (n_sessions) {
+    printf("matmul n=%zu on cpu-fast + cpu-slow (throttled x%g, EMULATED by sleeping), %u model "
+           "directories, a first run and %u later runs in each\n",
+           n, factor, n_sessions, later);
+    int rc = sessions(app, n_sessions, later, factor);
+    hlb_app_destroy(app);
+    hlb_executor_destroy(one);
+    hlb_executor_destroy(two);
+    return rc;
   }
   int ok;
   double t1 = run(app, one, "static", &ok).makespan;
