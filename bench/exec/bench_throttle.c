@@ -11,8 +11,8 @@
  * Prints each policy's makespan against both, and whether the result verified, then hlb once
  * more starting from the models of the runs before it (docs/models.md). Never passes
  * or fails on time. Usage: bench_throttle [--quick] [--size N] [--factor F] [--trace FILE]
- * [--sessions R [--later K]] (--trace: a Chrome trace of that last run, its blocks against the
- * fitted ideal's).
+ * [--sessions R [--later K]] [--params K=V,...] (--trace: a Chrome trace of that last run, its
+ * blocks against the fitted ideal's; --params: the hlb policy's parameters, every hlb run).
  *
  * --sessions R: the issue #14 figure as a user meets it, `hlb run` again and again with one
  * model directory: R times, a new model directory; in it a first hlb run that trains and stores
@@ -52,7 +52,7 @@ typedef struct result {
 } result;
 
 /* Least-squares line t = a + b x through PU pu's finished blocks of the decision log, as a
- * curve (a, b >= 0). 0 when the PU has fewer than two distinct block sizes. */
+ * curve (a, b >= 0); through the origin when they have one size. 0 when it has none. */
 static int block_line(const hlb_exec_stats *st, unsigned pu, hlb_curve *c) {
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (size_t k = 0; k < st->n_log; k++) {
@@ -62,6 +62,12 @@ static int block_line(const hlb_exec_stats *st, unsigned pu, hlb_curve *c) {
     n++, sx += x, sy += y, sxx += x * x, sxy += x * y;
   }
   double den = n * sxx - sx * sx;
+  if (n >= 1 && sxx > 0 && (n < 2 || den <= 0)) {
+    /* One block size: the line through the origin and it (its fixed cost counted in its
+     * cost per row: a one-block split near that size takes about that time). */
+    hlb_curve_from_poly(c, 0, sxy / sxx, 0, 0, 0);
+    return 1;
+  }
   if (n < 2 || den <= 0) return 0;
   double b = (n * sxy - sx * sy) / den, a = (sy - b * sx) / n;
   if (a < 0) a = 0, b = sxy / sxx; /* through the origin */
@@ -80,11 +86,13 @@ static double fitted_ideal(const hlb_exec_stats *st, size_t n_items) {
 
 static const char *trace_path; /* --trace: where the last run's trace goes */
 static const char *model_dir;  /* --sessions: the session's model directory, else none */
+static const char *hlb_params; /* --params: the hlb policy's parameters, else its defaults */
 
 static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = policy;
+  if (!strcmp(policy, "hlb")) o.params = hlb_params;
   if (model_dir) {
     o.models = HLB_MODELS_ON;
     o.model_dir = model_dir;
@@ -206,6 +214,8 @@ int main(int argc, char **argv) {
       trace = argv[++i];
     else if (!strcmp(argv[i], "--sessions") && i + 1 < argc)
       n_sessions = (unsigned)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--params") && i + 1 < argc)
+      hlb_params = argv[++i];
     else if (!strcmp(argv[i], "--later") && i + 1 < argc)
       later = (unsigned)strtoul(argv[++i], NULL, 10);
     else {
