@@ -18,6 +18,11 @@ export HLB_MODELS=off
 # The stop cases: rank 0 (dexec) or the SPMD layer notice the silence after this many seconds.
 export HLB_MPI_TIMEOUT=5
 VICTIM=2
+# Past the set-up: a rank stopped in `hlb run --mpi`'s set-up collectives still hangs the job
+# (docs/reliability.md, "Not bounded yet"). Here set-up and teardown take about 1.6 s of a 17 s
+# job; 4 s leaves a slower machine (CI's bare root) room and the fault still lands with about
+# 11 s of work left.
+MIDRUN_S=4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail=0
@@ -44,7 +49,7 @@ cleanup_job() {
 }
 
 # fault NAME SIGNAL BOUND_S PATTERN -- command...: start the job, wait until every rank runs
-# and 2 s more (mid-run), signal rank $VICTIM, and check the job's end.
+# and MIDRUN_S more (mid-run), signal rank $VICTIM, and check the job's end.
 fault() {
   local name=$1 sig=$2 bound=$3 pattern=$4
   shift 5
@@ -59,7 +64,7 @@ fault() {
   if [ -z "$victim" ]; then
     echo "FAIL $name: no process of rank $VICTIM appeared"; cleanup_job "$mp"; fail=1; return
   fi
-  sleep 2
+  sleep "$MIDRUN_S"
   if ! kill -0 "$mp" 2>/dev/null; then
     echo "FAIL $name: the job ended before the fault; make it longer"; cat "$out"; fail=1; return
   fi
