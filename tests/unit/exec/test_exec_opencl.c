@@ -773,6 +773,8 @@ static int cpu_heavy_warm_up(const hlb_exec_call *c) {
  * throttled 4x so that it is slower per core than the cpu PU, takes the items right after it.
  * Compared with that block the device looked several times faster per core and later runs
  * gave it the cpu PU's cores. Models on, so that a takeover would be decided and said. */
+/* 5x what a judge that counts the warm-up block cites, a tenth of what a fair one does. */
+#define WARM_UP_RATE_MAX 2000.0
 static void test_cpu_warm_up_not_judged(void **st) {
   (void)st;
   char dir[] = "/tmp/hlb-warm-XXXXXX";
@@ -803,7 +805,12 @@ static void test_cpu_warm_up_not_judged(void **st) {
     return;
   }
   assert_true(s.per_pu[0].blocks > 2);
-  if (strstr(s.per_pu[1].release_reason, "later runs give it its cores"))
+  /* The cpu rate the judge cited: about 400 items/s when the warm-up block counts (its 100 ms
+   * for 20-40 items), 1.7e4 to 2.5e4 otherwise, also beside other tests. The decision itself
+   * is not checked: beside other tests (ctest -j2) the cpu PU's honest blocks were once slow
+   * enough that the device, judged fairly, looked faster per core. */
+  const char *cited = strstr(s.per_pu[1].release_reason, " against ");
+  if (cited && strtod(cited + strlen(" against "), NULL) < WARM_UP_RATE_MAX)
     fail_msg("judged against the cpu PU's warm-up: %s", s.per_pu[1].release_reason);
   hlb_exec_stats_clear(&s);
   remove_dir(dir);
