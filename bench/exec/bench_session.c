@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../bench_median.h"
 #include "hlb/error.h"
 #include "hlb/exec.h"
 
@@ -84,17 +85,6 @@ static void update(const double *pts, const int *lab, size_t n, double *cent) {
       cent[j * D + q] = sum[j * D + q] / (double)cnt[j];
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-  if (n == 0) return NAN;
-  qsort(v, n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 typedef struct figures {
   double first_iter, iter, overhead, pu_setup; /* seconds: pass 1, medians of passes 2..P */
 } figures;
@@ -143,9 +133,9 @@ static int run_once(const hlb_exec_pu *pus, unsigned n_pus, size_t n, const doub
   hlb_executor_destroy(ex);
   if (rc == 0) {
     f->first_iter = iter[0];
-    f->iter = median(iter + 1, passes - 1);
-    f->overhead = median(over + 1, passes - 1);
-    f->pu_setup = median(setup + 1, passes - 1);
+    f->iter = bench_median(iter + 1, passes - 1);
+    f->overhead = bench_median(over + 1, passes - 1);
+    f->pu_setup = bench_median(setup + 1, passes - 1);
   }
   free(iter);
   free(over);
@@ -251,8 +241,9 @@ int main(int argc, char **argv) {
            passes);
     for (int m = 0; m < 2; m++) {
       if (!(modes & (1 << m))) continue;
-      printf("| %s | %.2f | %.2f | %.3f | %.3f |\n", name[m], 1e3 * median(v[m][0], runs),
-             1e3 * median(v[m][1], runs), 1e3 * median(v[m][2], runs), 1e3 * median(v[m][3], runs));
+      printf("| %s | %.2f | %.2f | %.3f | %.3f |\n", name[m], 1e3 * bench_median(v[m][0], runs),
+             1e3 * bench_median(v[m][1], runs), 1e3 * bench_median(v[m][2], runs),
+             1e3 * bench_median(v[m][3], runs));
     }
   }
   for (int m = 0; m < 2; m++)

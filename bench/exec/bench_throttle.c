@@ -25,8 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../bench_median.h"
 #include "apps.h"
 #include "hlb/error.h"
 #include "hlb/exec.h"
@@ -61,14 +61,14 @@ static int block_line(const hlb_exec_stats *st, unsigned pu, hlb_curve *c) {
     double x = (double)d->count, y = d->measured_s;
     n++, sx += x, sy += y, sxx += x * x, sxy += x * y;
   }
+  if (!(sxx > 0)) return 0;
   double den = n * sxx - sx * sx;
-  if (n >= 1 && sxx > 0 && (n < 2 || den <= 0)) {
+  if (den <= 0) {
     /* One block size: the line through the origin and it (its fixed cost counted in its
      * cost per row: a one-block split near that size takes about that time). */
     hlb_curve_from_poly(c, 0, sxy / sxx, 0, 0, 0);
     return 1;
   }
-  if (n < 2 || den <= 0) return 0;
   double b = (n * sxy - sx * sy) / den, a = (sy - b * sx) / n;
   if (a < 0) a = 0, b = sxy / sxx; /* through the origin */
   hlb_curve_from_poly(c, a, b > 0 ? b : 0, 0, 0, 0);
@@ -115,22 +115,6 @@ static result run(hlb_app *app, hlb_executor *ex, const char *policy, int *ok) {
     fprintf(stderr, "bench_throttle: %s\n", hlb_last_error());
   hlb_exec_stats_clear(&st);
   return r;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median of the finite values among v[0..n) (reordered); NAN when there is none. */
-static double median(double *v, size_t n) {
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (isfinite(v[i])) v[m++] = v[i];
-  n = m;
-  if (n == 0) return NAN;
-  qsort(v, n, sizeof *v, by_value);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* --sessions: R model directories, a first run and K later runs (new executors) in each. */
@@ -190,7 +174,8 @@ static int sessions(hlb_app *app, unsigned reps, unsigned later, double factor) 
   model_dir = NULL;
   printf("medians: first runs %+.1f%% vs their fitted ideal; later runs (from the stored models) "
          "%+.1f%% vs the first run's fitted ideal, %+.1f%% vs their own\n",
-         100 * median(first_own, reps), 100 * median(later_ref, nl), 100 * median(later_own, nl));
+         100 * bench_median(first_own, reps), 100 * bench_median(later_ref, nl),
+         100 * bench_median(later_own, nl));
   free(first_ref);
   free(first_own);
   free(later_ref);

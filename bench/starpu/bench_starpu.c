@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bench_median.h"
 #include "apps.h"
 #include "hlb/error.h"
 #include "hlb/starpu.h"
@@ -156,16 +157,6 @@ static double run_exec(const char *app, size_t size, const cfg *c) {
   return t;
 }
 
-static int cmp(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median(double *v, unsigned n) {
-  qsort(v, n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static size_t size_of(const char *app, const cfg *c) {
   const hlb_app_info *i = hlb_app_find(app);
   if (!i) {
@@ -209,7 +200,7 @@ static void bench_app(const char *app, const cfg *c) {
     }
   double med[M_COUNT];
   for (int m = 0; m < M_COUNT; m++)
-    med[m] = median(t[m], c->reps);
+    med[m] = bench_median(t[m], c->reps);
   printf("| %-12s | %5zu | %4g |", app, size, c->throttle > 1 ? c->throttle : 1);
   for (int m = 0; m < M_COUNT; m++)
     printf(" %8.4f (%.2f) |", med[m], med[m] / med[M_HLB_STARPU]);
@@ -229,11 +220,12 @@ static double median_gap(const hlb_decision *log, size_t n) {
   double *gap = malloc((n ? n : 1) * sizeof *gap), *end = malloc((n ? n : 1) * sizeof *end);
   for (size_t k = 0; k < n; k++)
     end[k] = log[k].end_s;
-  qsort(end, n, sizeof *end, cmp); /* the log is in grant order; the gaps are between ends */
+  qsort(end, n, sizeof *end,
+        bench_cmp_double); /* the log is in grant order; the gaps are between ends */
   unsigned g = 0;
   for (size_t k = 1; k < n; k++)
     gap[g++] = end[k] - end[k - 1];
-  double m = g ? median(gap, g) : NAN;
+  double m = g ? bench_median(gap, g) : NAN;
   free(gap);
   free(end);
   return m;

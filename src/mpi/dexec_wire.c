@@ -33,14 +33,10 @@ void hlb__dx_recv_data(const dx *x, void *buf, size_t len, int peer, int tag, co
     hlb__dx_mpi_check(x, rc, what, peer);
     return;
   }
-  fprintf(stderr,
-          "hlb_mpi_run: rank %d: rank %d sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) in the "
-          "middle of %zu bytes (%s): it is stopped, hung or unreachable; aborting the job\n",
-          hlb__dx_world_rank(x, x->rank), hlb__dx_world_rank(x, peer), x->timeout_s, x->timeout_s,
-          len, what);
-  fflush(stderr);
-  MPI_Abort(x->comm, 1);
-  abort();
+  char me[48], who[32];
+  snprintf(me, sizeof me, "hlb_mpi_run: rank %d", hlb__dx_world_rank(x, x->rank));
+  snprintf(who, sizeof who, "rank %d", hlb__dx_world_rank(x, peer));
+  hlb__abort_silent_sender(me, who, x->timeout_s, len, what, x->comm);
 }
 
 /* ---- Sending (the calling thread) -------------------------------------------------------- */

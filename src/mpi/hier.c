@@ -186,13 +186,9 @@ static void hx_recv_data(const hx *h, void *buf, size_t len, int peer, int tag, 
     hx_check(h, rc, what, peer);
     return;
   }
-  fprintf(stderr,
-          "hlb_mpi_run_hier: rank %d: %s sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) in the "
-          "middle of %zu bytes (%s): it is stopped, hung or unreachable; aborting the job\n",
-          h->wrank, who, h->timeout_s, h->timeout_s, len, what);
-  fflush(stderr);
-  MPI_Abort(h->world, 1);
-  abort();
+  char me[48];
+  snprintf(me, sizeof me, "hlb_mpi_run_hier: rank %d", h->wrank);
+  hlb__abort_silent_sender(me, who, h->timeout_s, len, what, h->world);
 }
 
 static void *hx_alloc(const hx *h, size_t n, size_t size, const char *what) {

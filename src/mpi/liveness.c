@@ -142,7 +142,24 @@ int hlb__recv_within(void *buf, int count, MPI_Datatype dt, int src, int tag, MP
     rc = PMPI_Test(&rq, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS || done) return rc;
     double waited = PMPI_Wtime() - t0;
-    if (waited > timeout_s) return HLB_RECV_TIMED_OUT;
+    if (waited > timeout_s) {
+      /* Nothing may land in buf after the return (a test frees it): an unmatched receive is
+       * cancelled; a matched one that cannot be is let go, its caller ends the job. */
+      PMPI_Cancel(&rq);
+      PMPI_Request_free(&rq);
+      return HLB_RECV_TIMED_OUT;
+    }
     if (waited > LIVE_SPIN_S) nap();
   }
+}
+
+void hlb__abort_silent_sender(const char *me, const char *who, double timeout_s, size_t len,
+                              const char *what, MPI_Comm comm) {
+  fprintf(stderr,
+          "%s: %s sent nothing for %.1f s (HLB_MPI_TIMEOUT=%g s) in the middle of %zu bytes "
+          "(%s): it is stopped, hung or unreachable; aborting the job\n",
+          me, who, timeout_s, timeout_s, len, what);
+  fflush(stderr);
+  PMPI_Abort(comm, 1);
+  abort();
 }

@@ -23,12 +23,17 @@ int hlb__live_wait(MPI_Request *rq, const char *call);
 
 /* A point-to-point receive that gives up: PMPI_Irecv, then tests (spinning 10 ms, then napping)
  * until the message is complete or timeout_s has passed. Returns the MPI status code when it
- * completed, HLB_RECV_TIMED_OUT when it did not (the request is still posted: the caller is
- * expected to end the job). Used for a block's data, whose header has arrived: a sender stopped
- * in the middle of a large (rendezvous) message would otherwise hang the receiver in PMPI_Recv,
- * out of reach of its silence checks. Works whether or not hlb__live_on. */
+ * completed, HLB_RECV_TIMED_OUT when it did not (the receive is then cancelled). Used for a
+ * block's data, whose header has arrived: a sender stopped in the middle of a large
+ * (rendezvous) message would otherwise hang the receiver in PMPI_Recv, out of reach of its
+ * silence checks. Works whether or not hlb__live_on. */
 #define HLB_RECV_TIMED_OUT (-1)
 int hlb__recv_within(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                      double timeout_s);
+
+/* After HLB_RECV_TIMED_OUT: "`me`: `who` sent nothing for ... in the middle of `len` bytes
+ * (`what`) ...", then MPI_Abort of comm. Does not return. */
+void hlb__abort_silent_sender(const char *me, const char *who, double timeout_s, size_t len,
+                              const char *what, MPI_Comm comm);
 
 #endif

@@ -40,8 +40,8 @@ int main(int argc, char **argv) {
     CHECK(bad == 0, "the late message: %u of %u bytes wrong", bad, BIG);
   }
 
-  /* A sender that never sends: given up on after the timeout, not waited for for ever. The
-   * request stays posted (its caller ends the job); rank 1 waits in the barrier meanwhile. */
+  /* A sender that never sends: given up on after the timeout, not waited for for ever, and
+   * the receive cancelled (buf is freed below); rank 1 waits in the barrier meanwhile. */
   if (rank == 0) {
     int rc = hlb__recv_within(buf, (int)BIG, MPI_BYTE, 1, 12, MPI_COMM_WORLD, 0.3);
     CHECK(rc == HLB_RECV_TIMED_OUT, "the silent sender: status %d, expected HLB_RECV_TIMED_OUT",
