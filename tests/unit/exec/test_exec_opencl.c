@@ -720,7 +720,9 @@ static void test_samples_after_release_keyed_by_cores(void **st) {
    * over a second, the cpu PU had granted all its blocks by then and none was left to store
    * under the cores it ended with. */
   pus[1].throttle = 100;
-  pus[0].throttle = 4; /* 40 cpu blocks of 20 ms and more: most come after the release */
+  /* 40 cpu blocks of 50 ms and more, most of them after the release: at 4x (20 ms) a loaded
+   * ctest -j2 once let the cpu PU grant all its blocks before the device's first ended. */
+  pus[0].throttle = 10;
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
   hlb_codelet cl = heavy_codelet("heavy-keys");
