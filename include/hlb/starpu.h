@@ -77,6 +77,14 @@ typedef struct hlb_starpu_options {
   /* Start from what earlier runs learnt and add this run's (hlb places only); NULL: the run
    * starts from nothing and keeps nothing. Not owned. */
   hlb_starpu_memory *memory;
+  /* 1: when the run's last block ends, its callback pauses StarPU's workers (starpu_pause)
+   * and the calling thread resumes them (starpu_resume) as soon as it wakes to finish the run.
+   * StarPU 1.3's workers poll for tasks in a tight loop; with as many workers as cores the
+   * woken caller otherwise waits for a core, up to the kernel's time slice (docs/starpu.md,
+   * "The run's end"). Between the pause and the resume no StarPU task starts, so do not call
+   * starpu_pause or starpu_resume from another thread during a run. 0: the workers keep
+   * polling, as StarPU leaves them (the comparison runs StarPU's schedulers that way). */
+  int pause_at_end;
 } hlb_starpu_options;
 
 /* Default equal blocks per worker when StarPU's scheduler places them: enough for a dynamic
@@ -84,7 +92,8 @@ typedef struct hlb_starpu_options {
  * cost stays small. */
 #define HLB_STARPU_BLOCKS_PER_WORKER 8u
 
-/* Policy from the environment, every capable worker, no throttle, hlb places, log kept. */
+/* Policy from the environment, every capable worker, no throttle, hlb places, log kept,
+ * workers paused at the run's end. */
 HLB_EXTERN void hlb_starpu_options_default(hlb_starpu_options *o);
 
 /* Models kept across processes, in hlb's model files (docs/models.md: one file per host and

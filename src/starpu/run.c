@@ -70,11 +70,13 @@ typedef struct run {
   size_t n_prior[STARPU_NMAXWORKERS];
   int forgot[STARPU_NMAXWORKERS];
   int from_file; /* the priors include samples read from a model file */
+  int paused;    /* a callback paused StarPU's workers (pause_if_last) */
 } run;
 
 void hlb_starpu_options_default(hlb_starpu_options *o) {
   memset(o, 0, sizeof *o);
   o->keep_log = 1;
+  o->pause_at_end = 1;
 }
 
 void hlb_starpu_stats_clear(hlb_starpu_stats *s) {
@@ -283,6 +285,28 @@ static void settle(run *r, hlb__sp_block *k, double write_back_s) {
   if (!r->rc) note_error(r, offer_idle(r));
 }
 
+/* Under mu, in a task's callback. StarPU 1.3's workers (Debian builds them with
+ * STARPU_NON_BLOCKING_DRIVERS) poll for tasks in a tight loop when they have none: with as
+ * many workers as cores, the driver thread woken for the run's last block then waits for a
+ * core, up to the kernel's time slice (1.4-4.9 ms measured in 8-pass spmv runs on 2 cores,
+ * against passes of 18-25 ms). When no other block is in flight, the run has nothing more
+ * for the workers until the driver acts, so they are paused (starpu_pause, which only
+ * counts up; StarPU's documentation recommends it for phases without tasks) and give their
+ * cores up at their next poll; the driver resumes them as soon as it wakes (end_pause). */
+static void pause_if_last(run *r) {
+  unsigned running = r->in_flight - r->queued_unsettled; /* the finished wait for the driver */
+  if (running || r->paused || !r->o->pause_at_end) return;
+  starpu_pause();
+  r->paused = 1;
+}
+
+/* Under mu, on the driver thread. */
+static void end_pause(run *r) {
+  if (!r->paused) return;
+  starpu_resume();
+  r->paused = 0;
+}
+
 /* The tasks' callback, on the worker's thread. The kernel's time (the wrapper's throttle
  * sleep included) feeds F; fetching the inputs feeds G. Without profiling the times stay NaN
  * and the balancer rejects the sample. A worker that computes in main memory settles its
@@ -303,6 +327,7 @@ void hlb__sp_task_done(void *arg) {
     r->granted_by_workers++;
   }
   hand_to_driver(r, k);
+  pause_if_last(r);
   pthread_mutex_unlock(&r->mu);
 }
 
@@ -349,6 +374,7 @@ static int drive_balancer(run *r) {
   for (;;) {
     while (r->in_flight && !r->queued_unsettled && r->queued_settled < UNREGISTER_BATCH)
       pthread_cond_wait(&r->cv, &r->mu);
+    end_pause(r);
     hlb__sp_block *list = take_handed(r);
     if (!list && !r->in_flight) break;
     pthread_mutex_unlock(&r->mu);
@@ -370,6 +396,7 @@ static hlb__sp_block *wait_finished(run *r) {
   pthread_mutex_lock(&r->mu);
   while (!r->head)
     pthread_cond_wait(&r->cv, &r->mu);
+  end_pause(r);
   hlb__sp_block *k = r->head;
   r->head = k->next;
   if (!r->head) r->tail = NULL;
@@ -607,6 +634,9 @@ static int run_driver(run *r) {
   int was = starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
   r->t0 = hlb__now();
   rc = r->b ? drive_balancer(r) : drive_scheduler(r);
+  pthread_mutex_lock(&r->mu);
+  end_pause(r); /* both drivers resume on waking; never leave StarPU paused */
+  pthread_mutex_unlock(&r->mu);
   if (was >= 0) starpu_profiling_status_set(was);
   if (!rc && r->b && r->o->memory)
     rc = hlb__sp_memory_keep(r->o->memory, r->b, r->ids, r->n_pus, r->n_items, r->forgot);

@@ -515,6 +515,52 @@ static void memory_kept_in_model_files(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* A run pauses StarPU's workers when its last block ends (pause_at_end) and must resume them
+ * before it returns: a task submitted after the run then runs. Left paused, it would not
+ * (the test gives up after 5 s and resumes StarPU itself, so that it fails instead of hanging). */
+static atomic_int marked;
+
+static void mark_cpu(void *buffers[], void *arg) {
+  (void)buffers;
+  (void)arg;
+  atomic_store(&marked, 1);
+}
+
+static struct starpu_codelet mark = {.cpu_funcs = {mark_cpu}, .nbuffers = 0, .name = "test_mark"};
+
+static void assert_workers_take_tasks(const char *after) {
+  atomic_store(&marked, 0);
+  struct starpu_task *t = starpu_task_create();
+  t->cl = &mark;
+  assert_int_equal(starpu_task_submit(t), 0);
+  for (int i = 0; i < 5000 && !atomic_load(&marked); i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  int ran = atomic_load(&marked);
+  if (!ran) starpu_resume();
+  starpu_task_wait_for_all();
+  if (!ran) fail_msg("after %s, StarPU's workers took no task for 5 s: left paused", after);
+}
+
+static void workers_resumed_after_a_run(void **state) {
+  (void)state;
+  run_vector("hlb", 0);
+  assert_workers_take_tasks("a run placed by hlb");
+  double *x = calloc(N, sizeof *x);
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof *x);
+  hlb_starpu_options o;
+  hlb_starpu_options_default(&o);
+  o.scheduler_places = 1;
+  assert_int_equal(o.pause_at_end, 1);
+  assert_int_equal(hlb_starpu_run(&add_one, h, &o, NULL), 0);
+  starpu_data_unregister(h);
+  check_once(x, N);
+  free(x);
+  assert_workers_take_tasks("a run placed by StarPU's scheduler, paused at its end");
+}
+
 int main(void) {
   if (starpu_init(NULL) != 0) {
     fprintf(stderr, "skipped: starpu_init found no worker\n");
@@ -536,6 +582,7 @@ int main(void) {
       cmocka_unit_test(cpu_workers_grant_their_own_blocks),
       cmocka_unit_test(refusing_worker_is_retired),
       cmocka_unit_test(kernel_errors_retire_the_worker),
+      cmocka_unit_test(workers_resumed_after_a_run),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   starpu_shutdown();

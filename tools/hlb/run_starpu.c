@@ -145,6 +145,7 @@ int hlb__cli_starpu_run(hlb_app *app, const hlb__cli_starpu *a, hlb_exec_stats *
   c.o.params = a->params;
   c.o.scheduler_places = a->sched != NULL;
   c.o.equal_blocks = a->sched ? a->blocks : 0;
+  c.o.pause_at_end = a->sched == NULL; /* StarPU's schedulers as StarPU users run them */
   memset(res, 0, sizeof *res);
   int rc = apply_throttles(a, &c.o);
   if (rc) return rc;
