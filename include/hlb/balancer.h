@@ -164,8 +164,13 @@ HLB_EXTERN size_t hlb_balancer_log(const hlb_balancer *b, const hlb_decision **e
 
 /* Log entry d (hlb_balancer_log of b) as a sample to keep for later runs (priors, model
  * files): 1 when d is a finished block with valid times, with *out its PU, begin and times
- * and as its count the block's cost in items of average cost (hlb_balancer_range_cost: the
- * count itself when the run had no item costs, at least 1). So kept samples measure one thing
+ * and as its count the block's cost in items of average cost, at least 1: under the item costs
+ * the run sized its blocks by (hlb_balancer_range_cost), else under those it learnt
+ * (learn_item_cost: hlb_balancer_item_cost, the costs the caller stores beside the samples),
+ * else the count itself. A first run of mandelbrot under StarPU stored its samples in rows
+ * beside the row costs it learnt; the next run, sizing by those costs, read a 42-row block of
+ * cheap rows as 42 average rows and fitted a constant: a 685-row block predicted at 0.6 ms took
+ * 55 ms, and 4 second runs in 18 ended 17-71 % imbalanced. So kept samples measure one thing
  * whether their run sized blocks by cost or not: a pass of a power-law spmv whose blocks the
  * item costs sized held 20x more of the cheap rows than of the dear ones for the same time,
  * and counted as rows those blocks made a later run's first pass fit noise (twice the blocks

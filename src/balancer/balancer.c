@@ -233,6 +233,7 @@ void hlb_balancer_destroy(hlb_balancer *b) {
   free(b->param);
   free(b->log);
   hlb__density_fini(&b->density);
+  hlb__density_fini(&b->learnt);
   free(b->obs);
   free(b);
 }
@@ -549,9 +550,31 @@ double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count
   return b->use_cost ? hlb__density_cost(&b->density, begin, count) : (double)count;
 }
 
+/* The density a run that sized blocks by count learnt (hlb_balancer_item_cost), kept in b (a
+ * cache: the balancer is not shared between threads) so that logging every block costs one
+ * learning. NULL when the run sized by cost, learnt nothing or could not. */
+static const hlb__density *learnt_density(const hlb_balancer *cb) {
+  hlb_balancer *b = (hlb_balancer *)cb;
+  if (b->use_cost || !b->learn_cost || b->n_obs == 0) return NULL;
+  if (b->n_learnt != b->n_obs) {
+    double *cost = malloc(HLB_ITEM_COST_SLICES * sizeof *cost);
+    hlb__density_fini(&b->learnt);
+    b->n_learnt = b->n_obs;
+    if (cost && hlb_balancer_item_cost(b, cost, HLB_ITEM_COST_SLICES) == 0)
+      hlb__density_init(&b->learnt, b->n_items, hlb__density_bins(b->n_items, b->granularity), cost,
+                        HLB_ITEM_COST_SLICES);
+    hlb_clear_error(); /* nothing learnt, or no memory: the sample keeps its count */
+    free(cost);
+  }
+  return b->learnt.n ? &b->learnt : NULL;
+}
+
 int hlb_balancer_log_sample(const hlb_balancer *b, const hlb_decision *d, hlb_sample *out) {
   if (!b || !d || !out || d->outcome != HLB_OUTCOME_DONE) return 0;
-  double cost = d->count ? hlb_balancer_range_cost(b, d->begin, d->count) : 0.0;
+  const hlb__density *learnt = d->count ? learnt_density(b) : NULL;
+  double cost = !d->count ? 0.0
+                : learnt  ? hlb__density_cost(learnt, d->begin, d->count)
+                          : hlb_balancer_range_cost(b, d->begin, d->count);
   size_t count = !(cost >= 1.0) ? 1 : cost < 9e15 ? (size_t)llround(cost) : d->count;
   hlb_sample s = {.block = {.begin = d->begin, .count = d->count ? count : 0, .pu = d->pu},
                   .compute_s = d->compute_s,

@@ -45,6 +45,10 @@ struct hlb_balancer {
   int learn_cost;        /* keep finished blocks for hlb_balancer_item_cost */
   hlb__density_obs *obs; /* finished blocks with usable times, when learn_cost */
   size_t n_obs, cap_obs;
+  /* hlb_balancer_log_sample in a run that learnt item costs without sizing by them: what it
+   * learnt, from the first n_learnt observations (recomputed when more came). */
+  hlb__density learnt;
+  size_t n_learnt;
 };
 
 /* Resolve a policy name: `name`, else $HLB_POLICY, else HLB_POLICY_DEFAULT. "help" prints

@@ -650,9 +650,53 @@ static void kept_samples_are_sized_by_cost(void **state) {
   }
 }
 
+/* A run that sized its blocks by count but learnt item costs (learn_item_cost: a first run)
+ * keeps its samples in average items under the costs it learnt, the ones stored beside them:
+ * items of the first half cost 3x those of the second (mean 1: 1.5 and 0.5), so a block of
+ * the first half is kept as about 1.5x its items and one of the second as about 0.5x. Kept as
+ * counts (before), a later run sizing by the costs read cheap rows as average ones. */
+static void first_run_samples_sized_by_costs_learnt(void **state) {
+  (void)state;
+  const size_t n = 8192;
+  hlb_balancer_config c = config(n, 2, "greedy", "chunk=256");
+  c.keep_log = 1;
+  c.learn_item_cost = 1;
+  hlb_balancer *b = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_has_item_cost(b), 0);
+  double now = 0.0;
+  for (unsigned turn = 0;; turn++) {
+    hlb_block blk;
+    int rc = hlb_balancer_next(b, turn % 2, now, &blk);
+    if (rc == HLB_DONE) break;
+    assert_int_equal(rc, HLB_GRANT);
+    double cost = 0.0; /* 3 per item of the first half, 1 of the second */
+    for (size_t i = blk.begin; i < blk.begin + blk.count; i++)
+      cost += i < n / 2 ? 3.0 : 1.0;
+    double per = turn % 2 ? 2e-6 : 1e-6; /* PU 1 twice as slow */
+    hlb_sample s = {.block = blk, .compute_s = 1e-4 + per * cost, .transfer_s = 0.0};
+    now += s.compute_s;
+    s.end_s = now;
+    assert_int_equal(hlb_balancer_done(b, turn % 2, &s), 0);
+  }
+  const hlb_decision *log = NULL;
+  size_t n_log = hlb_balancer_log(b, &log);
+  assert_true(n_log >= 16);
+  for (size_t k = 0; k < n_log; k++) {
+    hlb_sample kept;
+    assert_int_equal(hlb_balancer_log_sample(b, &log[k], &kept), 1);
+    double want = (log[k].begin < n / 2 ? 1.5 : 0.5) * (double)log[k].count;
+    if (fabs((double)kept.block.count - want) > 0.2 * want)
+      fail_msg("block [%zu, +%zu) kept as %zu average items, expected about %.0f", log[k].begin,
+               log[k].count, kept.block.count, want);
+  }
+  hlb_balancer_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(kept_samples_are_sized_by_cost),
+      cmocka_unit_test(first_run_samples_sized_by_costs_learnt),
       cmocka_unit_test(bad_configs_are_named),
       cmocka_unit_test(bad_params_list_valid_ones),
       cmocka_unit_test(policy_selection_order),
