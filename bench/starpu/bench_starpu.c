@@ -227,8 +227,8 @@ static double median_gap(const hlb_decision *log, size_t n) {
   double *gap = malloc((n ? n : 1) * sizeof *gap), *end = malloc((n ? n : 1) * sizeof *end);
   for (size_t k = 0; k < n; k++)
     end[k] = log[k].end_s;
-  qsort(end, n, sizeof *end,
-        bench_cmp_double); /* the log is in grant order; the gaps are between ends */
+  /* The log is in grant order; the gaps are between ends. */
+  qsort(end, n, sizeof *end, bench_cmp_double);
   unsigned g = 0;
   for (size_t k = 1; k < n; k++)
     gap[g++] = end[k] - end[k - 1];
@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
   for (int m = 0; m < M_COUNT; m++)
     printf(" %s |", method_name[m]);
   printf(" hlb-starpu / -cal / hlb-sched over dmda | -cal over dmda-paused |\n|---|");
-  for (int col = 0; col < 2 + M_COUNT + 2; col++)
+  for (int col = 0; col < M_COUNT + 4; col++) /* size, throttle, the methods, two ratios */
     printf("---:|");
   printf("\n");
   char *apps = strdup(c.apps);

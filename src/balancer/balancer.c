@@ -571,10 +571,12 @@ static const hlb__density *learnt_density(const hlb_balancer *cb) {
 
 int hlb_balancer_log_sample(const hlb_balancer *b, const hlb_decision *d, hlb_sample *out) {
   if (!b || !d || !out || d->outcome != HLB_OUTCOME_DONE) return 0;
-  const hlb__density *learnt = d->count ? learnt_density(b) : NULL;
-  double cost = !d->count ? 0.0
-                : learnt  ? hlb__density_cost(learnt, d->begin, d->count)
-                          : hlb_balancer_range_cost(b, d->begin, d->count);
+  double cost = 0.0;
+  if (d->count) {
+    const hlb__density *learnt = learnt_density(b);
+    cost = learnt ? hlb__density_cost(learnt, d->begin, d->count)
+                  : hlb_balancer_range_cost(b, d->begin, d->count);
+  }
   size_t count = !(cost >= 1.0) ? 1 : cost < 9e15 ? (size_t)llround(cost) : d->count;
   hlb_sample s = {.block = {.begin = d->begin, .count = d->count ? count : 0, .pu = d->pu},
                   .compute_s = d->compute_s,
