@@ -219,6 +219,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (n_sessions) {
+    trace_path = trace; /* every run writes it: the file ends with the last later run's */
     printf("matmul n=%zu on cpu-fast + cpu-slow (throttled x%g, EMULATED by sleeping), %u model "
            "directories, a first run and %u later runs in each\n",
            n, factor, n_sessions, later);

@@ -13,7 +13,8 @@
  *   a 70 % decay to repair the end). A PU gets `fraction` of its share, so blocks shrink
  *   geometrically towards a common finish time and the last ones are small; but never below
  *   a size that keeps the curve's fixed cost per block (not the time of a granule) under
- *   `overhead_max` of the block. A PU's last block is its share rounded down, never up.
+ *   `overhead_max` of the block. A PU's last block is its share rounded down, never up,
+ *   unless what that leaves would cost a block of its own more than this one (take_rest).
  * - The end is discrete: when fewer granules are left than the split can place, a PU whose
  *   share is under a granule works unless the busy PUs would finish every granule left
  *   before it finishes one (earliest completion, as greedy does by accident).
@@ -91,8 +92,9 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "their curve is (items that do not cost the same, stored without what explains them)."},
     {"tail_idle", 0.02, 0.0, 1.0,
      "Misprediction guard: a block is kept small enough that, mispredicted as badly as the "
-     "PU's recent blocks were (the mean over the last 8), it leaves the others idle at most "
-     "this fraction of the predicted makespan (0: no guard)."},
+     "PU's recent blocks were (the mean over the last 8, or over the run's last 8 on any PU "
+     "when worse), it leaves the others idle at most this fraction of the predicted makespan "
+     "(0: no guard)."},
     {"best_block", 1, 0, 1,
      "1: a PU whose fitted curve has a best block size y* inside the sizes it measured "
      "(argmin of time / size: quadratic, cubic or x ln x terms) gets blocks of at most about "
@@ -153,6 +155,8 @@ typedef struct hlbp {
   double plan_rate; /* cost in average items per second the last solve planned for */
   double t0;        /* the first grant's time: the start of the predicted makespan */
   int started;
+  double run_miss[MISS_RING]; /* the recent misses of this run's blocks on any PU (guard) */
+  unsigned run_miss_n, run_miss_at;
 } hlbp;
 
 static void check_prior_fit(hlbp *h, unsigned p);
@@ -228,11 +232,11 @@ static void recompute_corr(hlbp *h, hpu *q) {
 
 /* How far off the estimate was for a block (the base curve times the correction, as next()
  * planned it): |ln(measured / predicted)|, kept for the misprediction guard. */
-static void note_miss(hpu *q, double predicted, double t) {
+static void note_miss(double *miss, unsigned *n, unsigned *at, double predicted, double t) {
   if (!(predicted > 0) || !(t > 0) || !isfinite(predicted)) return;
-  q->miss[q->miss_at] = fabs(log(t / predicted));
-  q->miss_at = (q->miss_at + 1) % MISS_RING;
-  if (q->miss_n < MISS_RING) q->miss_n++;
+  miss[*at] = fabs(log(t / predicted));
+  *at = (*at + 1) % MISS_RING;
+  if (*n < MISS_RING) (*n)++;
 }
 
 /* best_block (issue 13: curves where small blocks win). With quadratic, cubic or x ln x terms
@@ -327,7 +331,10 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
     return;
   }
   double before = q->u.good ? base_time(q, x) : 0.0;
-  if (q->u.good >= 2) note_miss(q, before * q->corr, t); /* the first line is a guess */
+  if (q->u.good >= 2) { /* the first line is a guess */
+    note_miss(q->miss, &q->miss_n, &q->miss_at, before * q->corr, t);
+    if (!prior) note_miss(h->run_miss, &h->run_miss_n, &h->run_miss_at, before * q->corr, t);
+  }
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
   hlb__plb_observe(&q->u, s);
@@ -508,6 +515,26 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
   return got >= need;
 }
 
+/* The mean of n recent misses |ln(measured / predicted)| (0 with none). */
+static double mean_miss(const double *miss, unsigned n) {
+  double sum = 0;
+  for (unsigned i = 0; i < n; i++)
+    sum += miss[i];
+  return n ? sum / n : 0.0;
+}
+
+/* The smallest block the guard may cut to. A guarded block still amortises the fixed cost (10
+ * ms blocks at 10 % jitter: 1.37 x the bound without): amort, whose fixed cost is at most the
+ * shortest block ever measured. But a PU whose blocks miss by more than prior_tolerance (the
+ * report's 1.5x band) has a curve that does not explain its times, and the fixed cost read off
+ * it is the items' unevenness: a CPU meeting the dear region of a cost map read 2.4 s of fixed
+ * cost (its real one 1 ms), which held a guard of 0 up to a 160-row block that ran 79 s past
+ * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule. */
+static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
+  if (mean_miss(q->miss, q->miss_n) > log(h->prm[P_PRIOR_TOL])) return g;
+  return fmax(amort, g);
+}
+
 /* The largest block (a cost) that a misprediction as bad as the PU's recent ones could not
  * turn into more than tail_idle of the predicted makespan of idle time for the others, nor into
  * a block that ends after the common finish time. PLB-HeC and PLB-HAC assume items of equal cost;
@@ -522,11 +549,13 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
     return INFINITY;
   /* The mean miss, not the largest: one odd block (a probe, a spike) would otherwise keep
    * every block small for MISS_RING blocks; on the simulator's cost maps the mean ends nearer
-   * the bound with a third of the blocks (docs/benchmarks.md). */
-  double typical = 0;
-  for (unsigned i = 0; i < q->miss_n; i++)
-    typical += q->miss[i];
-  typical /= q->miss_n;
+   * the bound with a third of the blocks (docs/benchmarks.md). The run's recent misses on any
+   * PU count too, when worse: where items differ, a region found dear on one PU is dear on all,
+   * and a PU that has met only cheap items so far would size its next block for none (the
+   * refined-region map: a CPU's 275-row block planned at 16 s ran 131 s into the dear rows, the
+   * run 1.21 x the bound; docs/benchmarks.md). */
+  double typical = mean_miss(q->miss, q->miss_n);
+  if (h->run_miss_n >= 2) typical = fmax(typical, mean_miss(h->run_miss, h->run_miss_n));
   double over = exp(typical) - 1.0, until = h->target - now, t_max;
   /* Even misses at the level of timing noise count: without them, a run whose blocks were
    * all predicted well meets its first random spike with a block sized for none. The price is
@@ -540,6 +569,27 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   t_max = h->prm[P_TAIL] * (fmax(h->target, now) - h->t0) / over;
   if (until > 0) t_max = fmin(t_max, until / (1.0 + over));
   return hlb__plb_inverse_memo(memo, c, t_max, left);
+}
+
+/* The rest of the pool after PU pu's last block x, when no other PU's plan has a granule
+ * more than it has in flight (alive <= 64: it reads every PU): 1 when pu, doing it in this
+ * block, is predicted to end it before any other PU could in a block of its own (after what
+ * it has in flight). Shares are rounded down to granules, so the last blocks of two PUs left
+ * one row of matmul, done afterwards alone: 4 ms on the fast core, 15 ms on the throttled one,
+ * for a row that costs 0.2 ms inside the block before (bench_throttle --sessions). */
+static int take_rest(const hlbp *h, unsigned pu, const hlb_curve *c, double now, double x,
+                     double left, double g, unsigned alive) {
+  if (!h->planned || alive > 64 || !(x < left)) return 0;
+  for (unsigned q = 0; q < h->n; q++)
+    if (q != pu && h->usable[q] && h->x[q] >= g) return 0;
+  double rest = left - x;
+  double mine = hlb__plb_ready_in(h->ctx, pu, c, now) + hlb_curve_time(c, left);
+  for (unsigned q = 0; q < h->n; q++) {
+    if (q == pu || !h->usable[q]) continue;
+    const hlb_curve *cq = &h->curves[q];
+    if (hlb__plb_ready_in(h->ctx, q, cq, now) + hlb_curve_time(cq, rest) < mine) return 0;
+  }
+  return 1;
 }
 
 /* A block's cost to the count the pool hands out from where the next grant starts. */
@@ -612,15 +662,23 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (x < min_x) x = min_x;
   /* The PU's last block: its whole share, rounded down. Rounded up it would end after the
    * common finish time, which nothing can repair; the granules left over go one by one to
-   * whoever is free first (busy_absorb). */
-  if (share <= 2.0 * min_x || x > share) x = fmax(g, floor(share / g + 1e-9) * g);
+   * whoever is free first (busy_absorb), or into this block when that is cheaper (take_rest,
+   * below). */
+  int last = share <= 2.0 * min_x || x > share;
+  if (last) x = fmax(g, floor(share / g + 1e-9) * g);
   double cap = h->prm[P_GROW] * q->u.max_items;
   if (q->ycap > 0 && q->ycap < cap) cap = q->ycap; /* best_block */
-  if (x > cap) x = cap;
-  /* A guarded block still amortises the fixed cost (10 ms blocks at 10 % jitter: 1.37 x the
-   * bound without): amort, whose fixed cost is at most the shortest block ever measured. */
+  if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
   double guard = guarded_size(h, q, c, now, left, &memo);
-  if (x > guard) x = fmin(x, fmax(guard, fmax(amort, g))); /* never above the plan's size */
+  if (x > guard) { /* never above the plan's size */
+    double guarded = fmin(x, fmax(guard, guard_floor(h, q, amort, g)));
+    if (guarded < x) x = guarded, last = 0; /* what is cut off is the PU's own next block */
+  }
+  /* What this last block would leave over goes into it when that costs the PU less than a
+   * block's fixed cost and nobody else would finish it sooner (take_rest). */
+  if (last && hlb_curve_time(c, left) - hlb_curve_time(c, x) <= fixed &&
+      take_rest(h, pu, c, now, x, left, g, alive))
+    x = left;
   *count = to_count(h, x);
   return HLB_GRANT;
 }

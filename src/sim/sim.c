@@ -81,19 +81,22 @@ typedef struct memory {
   hlb_sample *s;           /* n_pus * HLB_SIM_REMEMBERED, oldest first per PU */
   size_t *n;               /* per PU */
   const hlb_sample **each; /* per PU: &s[p * HLB_SIM_REMEMBERED] */
+  hlb_sim_release *gone;   /* per PU: why an earlier pass released it (.cores 0: it did not) */
 } memory;
 
 static void memory_free(memory *m) {
   free(m->s);
   free(m->n);
   free(m->each);
+  free(m->gone);
 }
 
 static int memory_init(memory *m, unsigned n_pus) {
   m->s = calloc((size_t)n_pus * HLB_SIM_REMEMBERED, sizeof *m->s);
   m->n = calloc(n_pus, sizeof *m->n);
   m->each = calloc(n_pus, sizeof *m->each);
-  if (!m->s || !m->n || !m->each) {
+  m->gone = calloc(n_pus, sizeof *m->gone);
+  if (!m->s || !m->n || !m->each || !m->gone) {
     memory_free(m);
     return hlb__error(HLB_ENOMEM, "sim: out of memory for the samples of %u PUs", n_pus);
   }
@@ -102,21 +105,26 @@ static int memory_init(memory *m, unsigned n_pus) {
   return 0;
 }
 
-/* The pass's finished blocks, from its decision log, added to what the PUs remember. */
-static void memory_add(memory *m, const hlb_balancer *b, unsigned n_pus) {
+/* The pass's finished blocks, from its decision log, added to what the PUs remember: sized as
+ * the executor keeps them for a later run (hlb_balancer_log_sample, in average items under the
+ * item costs), the unit the next pass reads priors in. Kept as raw counts, a pass sized by item
+ * costs read a CPU's blocks of cheap rows as blocks of average ones: 3x too fast, and its first
+ * block of the next pass ran 5x past its plan (the refined-region map, 2.5 x the bound). */
+static void memory_add(memory *m, const hlb_balancer *b, const hlb_sim_result *r, unsigned n_pus) {
+  for (unsigned k = 0; k < r->n_released; k++)
+    m->gone[r->released[k].pu] = r->released[k];
   const hlb_decision *log = NULL;
   size_t n_log = hlb_balancer_log(b, &log);
   for (size_t k = 0; k < n_log; k++) {
     const hlb_decision *e = &log[k];
-    if (e->outcome != HLB_OUTCOME_DONE || e->pu >= n_pus) continue;
+    hlb_sample kept;
+    if (e->pu >= n_pus || !hlb_balancer_log_sample(b, e, &kept)) continue;
     hlb_sample *ring = &m->s[(size_t)e->pu * HLB_SIM_REMEMBERED];
     if (m->n[e->pu] == HLB_SIM_REMEMBERED) { /* forget the oldest */
       memmove(ring, ring + 1, (HLB_SIM_REMEMBERED - 1) * sizeof *ring);
       m->n[e->pu]--;
     }
-    ring[m->n[e->pu]++] = (hlb_sample){.block = {.begin = e->begin, .count = e->count, .pu = e->pu},
-                                       .compute_s = e->compute_s,
-                                       .transfer_s = e->transfer_s};
+    ring[m->n[e->pu]++] = kept;
   }
 }
 
@@ -339,6 +347,27 @@ static int release(sim *s, unsigned d, int in_flight, double dev_rate, double co
     ds->gen++; /* its pending event is void */
   }
   return retire_released(s, d);
+}
+
+/* A pass that remembers the ones before it starts without the driver-core PUs they released,
+ * their cores with their cpu PU from the start, as the executor decides before a run from the
+ * rates stored with the models (docs/executor.md). Left in, such a PU held its core through a
+ * first block sized from its stored samples until it was judged again (the driver-core preset:
+ * 1.4-2.0 x the bound on the remembered pass, 1.2-1.4 on the first). */
+static int release_remembered(sim *s) {
+  for (unsigned d = 0; d < s->c->n_pus; d++) {
+    const hlb_sim_release *was = &s->mem->gone[d];
+    if (was->cores == 0) continue;
+    int rc = release(s, d, 0, was->pu_items_per_s, was->core_items_per_s / was->cores);
+    if (rc) return rc;
+    hlb_sim_release *e = &s->r->released[s->r->n_released - 1];
+    snprintf(e->reason, sizeof e->reason,
+             "released before the run: an earlier pass released it (%.3g items/s against %.3g "
+             "items/s for the %u core%s it held in %s)",
+             was->pu_items_per_s, was->core_items_per_s, was->cores, was->cores > 1 ? "s" : "",
+             s->c->pus[was->host].name);
+  }
+  return 0;
 }
 
 /* After p's block: judge p if it holds driver cores (*stopped = 1: p was released), or, if p is a
@@ -641,8 +670,10 @@ static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const doub
   if (rc == 0) rc = alloc_state(&s);
   if (rc == 0) rc = hlb_sim_lower_bound(c, opt->n_items, &s.r->lower_bound_s);
   if (rc == 0) rc = make_balancer(&s);
+  if (rc == 0 && mem) rc = release_remembered(&s);
   /* Every PU is ready at t = 0 and asks in index order. */
   for (unsigned p = 0; rc == 0 && p < c->n_pus; p++) {
+    if (s.pu[p].state == PU_RELEASED) continue;
     int waited = 0;
     rc = ask(&s, p, &waited);
     if (rc == 0 && waited) s.waiters[s.n_waiters++] = p;
@@ -650,7 +681,7 @@ static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const doub
   if (rc == 0) rc = run_loop(&s);
   if (rc == 0) finish_result(&s);
   if (rc == 0 && learn) rc = hlb_balancer_item_cost(s.b, learn, m);
-  if (rc == 0 && mem) memory_add(mem, s.b, c->n_pus);
+  if (rc == 0 && mem) memory_add(mem, s.b, s.r, c->n_pus);
   free_state(&s);
   if (rc) {
     hlb_sim_result_free(s.r);

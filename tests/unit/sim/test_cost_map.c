@@ -229,6 +229,69 @@ static void scattered_priors_are_not_trusted(void **state) {
   hlb_cluster_free(c);
 }
 
+/* A preset of presets/, by name. */
+static hlb_cluster *preset(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.json", HLB_PRESETS_DIR, name);
+  hlb_cluster *c = NULL;
+  if (hlb_cluster_load(path, &c) != 0) fail_msg("%s: %s", path, hlb_last_error());
+  return c;
+}
+
+/* The hlb policy on a preset over seeds 1..20 with its noise, as `hlb sim PRESET --items 100000
+ * --reps 20` runs it: the mean and the worst ratio to the bound. */
+static void over_seeds(const char *name, unsigned passes, double *mean, double *worst) {
+  hlb_cluster *c = preset(name);
+  *mean = *worst = 0.0;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    hlb_sim_options o = {
+        .n_items = 100000, .policy = "hlb", .seed = seed, .passes = passes, .remember = passes > 1};
+    hlb_sim_result *r = NULL;
+    if (hlb_sim_run(c, &o, &r) != 0) fail_msg("sim %s: %s", name, hlb_last_error());
+    assert_true(r->exactly_once);
+    *mean += r->ratio / 20;
+    if (r->ratio > *worst) *worst = r->ratio;
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
+/* A region 8x dearer than the rest, first pass: a CPU that met it read the unevenness as a fixed
+ * cost of 2.4 s per block (its real one 1 ms), and the guard, which never cut below a block that
+ * amortises the fixed cost, let a 160-row block run 79 s past everyone (1.21 x the bound at seed
+ * 6; 1.07 on average). A PU whose curve misses by more than prior_tolerance is guarded down to a
+ * granule. */
+static void untrusted_curves_do_not_floor_the_guard(void **state) {
+  (void)state;
+  double mean, worst;
+  over_seeds("irregular-2machines-segments", 1, &mean, &worst);
+  if (!(worst < 1.06 && mean < 1.04))
+    fail_msg("refined region, first pass: mean %.4f, worst %.4f x the bound", mean, worst);
+}
+
+/* Random spikes, first pass: every PU's blocks learn from the run's misses on any PU, not only
+ * its own; a PU that had met only cheap items sized its next block for none (1.19 x the bound on
+ * average over 20 seeds, 1.71 at worst; with the guard's floor alone 1.19 and 1.70). */
+static void run_misses_guard_every_pu(void **state) {
+  (void)state;
+  double mean, worst;
+  over_seeds("irregular-2machines-spikes", 1, &mean, &worst);
+  if (!(mean < 1.16 && worst < 1.5))
+    fail_msg("spikes, first pass: mean %.4f, worst %.4f x the bound", mean, worst);
+}
+
+/* Passes that remember keep their samples in the units the next pass reads them in (average
+ * items under the item costs, hlb_balancer_log_sample, as the executor stores them). As raw
+ * counts, a pass sized by item costs read blocks of cheap rows as blocks of average ones and
+ * planned a PU 3-5x too fast: 2.2 x the bound at worst on the mandelbrot map. */
+static void remembered_samples_are_costs(void **state) {
+  (void)state;
+  double mean, worst;
+  over_seeds("irregular-2machines-mandelbrot", 3, &mean, &worst);
+  if (!(worst < 1.12 && mean < 1.04))
+    fail_msg("mandelbrot, third pass remembering: mean %.4f, worst %.4f x the bound", mean, worst);
+}
+
 /* Uniform work: the guard does not bind and passes change nothing that matters. */
 static void uniform_work_is_unchanged(void **state) {
   (void)state;
@@ -254,6 +317,9 @@ int main(void) {
       cmocka_unit_test(later_passes_use_the_density),
       cmocka_unit_test(scattered_priors_are_not_trusted),
       cmocka_unit_test(uniform_work_is_unchanged),
+      cmocka_unit_test(untrusted_curves_do_not_floor_the_guard),
+      cmocka_unit_test(run_misses_guard_every_pu),
+      cmocka_unit_test(remembered_samples_are_costs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,6 +87,34 @@ static void weak_device_is_released_and_its_core_given_back(void **state) {
   hlb_cluster_free(a);
 }
 
+/* A pass that remembers the passes before it starts without the device they released, as a
+ * later run of the executor does from its stored models: the cpu PU on every core from the
+ * start, within noise of the cpu PU alone. Left in, the device held its core through a first
+ * block planned from its samples (1.4-2.0 x the bound on the remembered pass). */
+static void released_device_stays_out_of_remembered_passes(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(weak), *a = parse(alone);
+  hlb_sim_options o = {.n_items = 20000, .policy = "hlb", .seed = 1, .passes = 3, .remember = 1};
+  hlb_sim_result *r = NULL, *r0 = NULL;
+  if (hlb_sim_run(c, &o, &r) || hlb_sim_run(a, &o, &r0)) fail_msg("sim: %s", hlb_last_error());
+  assert_true(r->exactly_once);
+  assert_int_equal(r->n_released, 1);
+  const hlb_sim_release *e = &r->released[0];
+  assert_int_equal(e->pu, 1);
+  assert_true(e->at_s == 0.0);
+  assert_int_equal(e->cores, 1);
+  assert_true(e->pu_items_per_s < e->core_items_per_s);
+  assert_non_null(strstr(e->reason, "released before the run"));
+  assert_int_equal(r->items_per_pu[1], 0);
+  if (!(r->makespan_s <= 1.05 * r0->makespan_s))
+    fail_msg("remembered pass: %.6g s against %.6g s for the cpu PU alone", r->makespan_s,
+             r0->makespan_s);
+  hlb_sim_result_free(r);
+  hlb_sim_result_free(r0);
+  hlb_cluster_free(c);
+  hlb_cluster_free(a);
+}
+
 /* 12x slower than the core it holds: released after its first block (of 5 s), without a second
  * block that would be dropped half done (the rule before needed two of its blocks). */
 static const char *hopeless = HEAD CPU ", {\"name\": \"ocl\", \"kind\": \"opencl\", "
@@ -220,6 +248,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(weak_device_is_released_and_its_core_given_back),
       cmocka_unit_test(hopeless_device_is_released_after_its_first_block),
+      cmocka_unit_test(released_device_stays_out_of_remembered_passes),
       cmocka_unit_test(strong_device_is_kept),
       cmocka_unit_test(bound_holds_with_driver_cores),
       cmocka_unit_test(malformed_driver_cores_are_named),
