@@ -12,7 +12,8 @@
  * more starting from the models of the runs before it (docs/models.md). Never passes
  * or fails on time. Usage: bench_throttle [--quick] [--size N] [--factor F] [--trace FILE]
  * [--sessions R [--later K]] [--params K=V,...] (--trace: a Chrome trace of that last run, its
- * blocks against the fitted ideal's; --params: the hlb policy's parameters, every hlb run).
+ * blocks against the fitted ideal's, with --sessions of the last later run; --params: the hlb
+ * policy's parameters, every hlb run).
  *
  * --sessions R: the issue #14 figure as a user meets it, `hlb run` again and again with one
  * model directory: R times, a new model directory; in it a first hlb run that trains and stores
