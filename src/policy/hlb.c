@@ -109,6 +109,11 @@ static const hlb_param_def hlb_params[P_COUNT] = {
 /* Recent mispredictions kept per PU for the guard: 8 blocks, so one odd block is remembered for
  * a while but a PU that became predictable is trusted again within a few blocks. */
 #define MISS_RING 8
+/* Recent mispredictions |ln(measured / predicted)|, newest over the oldest. */
+typedef struct miss_ring {
+  double v[MISS_RING];
+  unsigned n, at;
+} miss_ring;
 #define BINS 40  /* best_block: octaves of block size, 1 to 2^40 items */
 #define RISE 0.1 /* best_block: the rise per item that shows a superlinear curve (see there) */
 
@@ -126,9 +131,8 @@ typedef struct hpu {
   hlb_sample check_sample[8]; /* and the blocks themselves, to relearn from */
   unsigned forgot;            /* 1 once priors were found wrong and dropped */
   unsigned finished;          /* this run's blocks the PU finished (accepted samples) */
-  double miss[MISS_RING];     /* |ln(measured / predicted)| of recent blocks */
+  miss_ring miss;             /* of the PU's recent blocks (the guard) */
   double min_t;               /* the shortest accepted block time: >= the fixed cost */
-  unsigned miss_n, miss_at;
   /* Priors' sizes and times, kept until the PU's first grant (check_prior_fit); freed then. */
   double *prior_x, *prior_t;
   size_t prior_n, prior_cap;
@@ -155,8 +159,7 @@ typedef struct hlbp {
   double plan_rate; /* cost in average items per second the last solve planned for */
   double t0;        /* the first grant's time: the start of the predicted makespan */
   int started;
-  double run_miss[MISS_RING]; /* the recent misses of this run's blocks on any PU (guard) */
-  unsigned run_miss_n, run_miss_at;
+  miss_ring run_miss; /* of this run's recent blocks on any PU (the guard) */
 } hlbp;
 
 static void check_prior_fit(hlbp *h, unsigned p);
@@ -232,11 +235,19 @@ static void recompute_corr(hlbp *h, hpu *q) {
 
 /* How far off the estimate was for a block (the base curve times the correction, as next()
  * planned it): |ln(measured / predicted)|, kept for the misprediction guard. */
-static void note_miss(double *miss, unsigned *n, unsigned *at, double predicted, double t) {
+static void note_miss(miss_ring *m, double predicted, double t) {
   if (!(predicted > 0) || !(t > 0) || !isfinite(predicted)) return;
-  miss[*at] = fabs(log(t / predicted));
-  *at = (*at + 1) % MISS_RING;
-  if (*n < MISS_RING) (*n)++;
+  m->v[m->at] = fabs(log(t / predicted));
+  m->at = (m->at + 1) % MISS_RING;
+  if (m->n < MISS_RING) m->n++;
+}
+
+/* The mean of the ring's misses (0 with none). */
+static double mean_miss(const miss_ring *m) {
+  double sum = 0;
+  for (unsigned i = 0; i < m->n; i++)
+    sum += m->v[i];
+  return m->n ? sum / m->n : 0.0;
 }
 
 /* best_block (issue 13: curves where small blocks win). With quadratic, cubic or x ln x terms
@@ -332,8 +343,8 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
   }
   double before = q->u.good ? base_time(q, x) : 0.0;
   if (q->u.good >= 2) { /* the first line is a guess */
-    note_miss(q->miss, &q->miss_n, &q->miss_at, before * q->corr, t);
-    if (!prior) note_miss(h->run_miss, &h->run_miss_n, &h->run_miss_at, before * q->corr, t);
+    note_miss(&q->miss, before * q->corr, t);
+    if (!prior) note_miss(&h->run_miss, before * q->corr, t);
   }
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
@@ -515,14 +526,6 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
   return got >= need;
 }
 
-/* The mean of n recent misses |ln(measured / predicted)| (0 with none). */
-static double mean_miss(const double *miss, unsigned n) {
-  double sum = 0;
-  for (unsigned i = 0; i < n; i++)
-    sum += miss[i];
-  return n ? sum / n : 0.0;
-}
-
 /* The smallest block the guard may cut to. A guarded block still amortises the fixed cost (10
  * ms blocks at 10 % jitter: 1.37 x the bound without): amort, whose fixed cost is at most the
  * shortest block ever measured. But a PU whose blocks miss by more than prior_tolerance (the
@@ -531,7 +534,7 @@ static double mean_miss(const double *miss, unsigned n) {
  * cost (its real one 1 ms), which held a guard of 0 up to a 160-row block that ran 79 s past
  * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule. */
 static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
-  if (mean_miss(q->miss, q->miss_n) > log(h->prm[P_PRIOR_TOL])) return g;
+  if (mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL])) return g;
   return fmax(amort, g);
 }
 
@@ -545,7 +548,7 @@ static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
 static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now, double left,
                            hlb__plb_memo *memo) {
   /* Alone, a PU's overrun leaves nobody idle. */
-  if (!(h->prm[P_TAIL] > 0) || q->miss_n < 2 || !h->planned || hlb__plb_alive(h->ctx) < 2)
+  if (!(h->prm[P_TAIL] > 0) || q->miss.n < 2 || !h->planned || hlb__plb_alive(h->ctx) < 2)
     return INFINITY;
   /* The mean miss, not the largest: one odd block (a probe, a spike) would otherwise keep
    * every block small for MISS_RING blocks; on the simulator's cost maps the mean ends nearer
@@ -554,8 +557,8 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
    * and a PU that has met only cheap items so far would size its next block for none (the
    * refined-region map: a CPU's 275-row block planned at 16 s ran 131 s into the dear rows, the
    * run 1.21 x the bound; docs/benchmarks.md). */
-  double typical = mean_miss(q->miss, q->miss_n);
-  if (h->run_miss_n >= 2) typical = fmax(typical, mean_miss(h->run_miss, h->run_miss_n));
+  double typical = mean_miss(&q->miss);
+  if (h->run_miss.n >= 2) typical = fmax(typical, mean_miss(&h->run_miss));
   double over = exp(typical) - 1.0, until = h->target - now, t_max;
   /* Even misses at the level of timing noise count: without them, a run whose blocks were
    * all predicted well meets its first random spike with a block sized for none. The price is
@@ -571,23 +574,24 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   return hlb__plb_inverse_memo(memo, c, t_max, left);
 }
 
-/* The rest of the pool after PU pu's last block x, when no other PU's plan has a granule
- * more than it has in flight (alive <= 64: it reads every PU): 1 when pu, doing it in this
- * block, is predicted to end it before any other PU could in a block of its own (after what
- * it has in flight). Shares are rounded down to granules, so the last blocks of two PUs left
- * one row of matmul, done afterwards alone: 4 ms on the fast core, 15 ms on the throttled one,
- * for a row that costs 0.2 ms inside the block before (bench_throttle --sessions). */
+/* 1 when PU pu's last block x should also take the rest of the pool (left - x): no other PU's
+ * plan has a granule more than it has in flight, the rest costs pu less than a block's fixed
+ * cost inside this block, and no other PU is predicted to end it sooner in a block of its own
+ * (after what it has in flight). Reads every PU: only at most 64 alive. Shares are rounded down
+ * to granules, so the last blocks of two PUs left one row of matmul, done afterwards alone: 4
+ * ms on the fast core, 15 ms on the throttled one, for a row that costs 0.2 ms inside the
+ * block before (bench_throttle --sessions). */
 static int take_rest(const hlbp *h, unsigned pu, const hlb_curve *c, double now, double x,
-                     double left, double g, unsigned alive) {
+                     double left, double g, double fixed, unsigned alive) {
   if (!h->planned || alive > 64 || !(x < left)) return 0;
-  for (unsigned q = 0; q < h->n; q++)
-    if (q != pu && h->usable[q] && h->x[q] >= g) return 0;
-  double rest = left - x;
-  double mine = hlb__plb_ready_in(h->ctx, pu, c, now) + hlb_curve_time(c, left);
+  double t_left = hlb_curve_time(c, left);
+  if (!(t_left - hlb_curve_time(c, x) <= fixed)) return 0;
+  double rest = left - x, mine = hlb__plb_ready_in(h->ctx, pu, c, now) + t_left;
   for (unsigned q = 0; q < h->n; q++) {
     if (q == pu || !h->usable[q]) continue;
     const hlb_curve *cq = &h->curves[q];
-    if (hlb__plb_ready_in(h->ctx, q, cq, now) + hlb_curve_time(cq, rest) < mine) return 0;
+    if (h->x[q] >= g || hlb__plb_ready_in(h->ctx, q, cq, now) + hlb_curve_time(cq, rest) < mine)
+      return 0;
   }
   return 1;
 }
@@ -674,11 +678,8 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
     double guarded = fmin(x, fmax(guard, guard_floor(h, q, amort, g)));
     if (guarded < x) x = guarded, last = 0; /* what is cut off is the PU's own next block */
   }
-  /* What this last block would leave over goes into it when that costs the PU less than a
-   * block's fixed cost and nobody else would finish it sooner (take_rest). */
-  if (last && hlb_curve_time(c, left) - hlb_curve_time(c, x) <= fixed &&
-      take_rest(h, pu, c, now, x, left, g, alive))
-    x = left;
+  /* What this last block would leave over goes into it when that is cheaper (take_rest). */
+  if (last && take_rest(h, pu, c, now, x, left, g, fixed, alive)) x = left;
   *count = to_count(h, x);
   return HLB_GRANT;
 }

@@ -476,18 +476,20 @@ static void trace_is_chrome_json(void **state) {
 
 /* ---- passes that remember ---------------------------------------------------------------- */
 
+/* bench_throttle's pair: matmul at n = 2048 on one core and on one throttled 4x. */
+static const char throttled_pair[] =
+    "{\"item\": {\"in_bytes\": 16384, \"out_bytes\": 16384}, \"nodes\": [{\"name\": "
+    "\"m\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e15}, \"pus\": ["
+    "{\"name\": \"fast\", \"kind\": \"cpu\", \"time\": {\"const\": 0.004, \"linear\": 0.000285}},"
+    "{\"name\": \"slow\", \"kind\": \"cpu\", \"time\": {\"const\": 0.016, \"linear\": "
+    "0.00114}}]}]}";
+
 /* With remember, a later pass starts from the earlier passes' samples: no probes, so fewer
  * blocks and a makespan nearer the bound than a pass that trains again (the 4x-throttled pair
  * of bench_throttle, no noise: every figure is exact arithmetic). */
 static void remembered_passes_start_from_the_samples(void **state) {
   (void)state;
-  hlb_cluster *c =
-      parse("{\"item\": {\"in_bytes\": 16384, \"out_bytes\": 16384}, \"nodes\": [{\"name\": "
-            "\"m\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e15}, \"pus\": ["
-            "{\"name\": \"fast\", \"kind\": \"cpu\", \"time\": {\"const\": 0.004, "
-            "\"linear\": 0.000285}},"
-            "{\"name\": \"slow\", \"kind\": \"cpu\", \"time\": {\"const\": 0.016, "
-            "\"linear\": 0.00114}}]}]}");
+  hlb_cluster *c = parse(throttled_pair);
   hlb_sim_result *fresh = NULL, *kept = NULL, *one = NULL;
   hlb_sim_options o = {.n_items = 2048, .policy = "hlb", .no_noise = 1, .passes = 3};
   assert_int_equal(hlb_sim_run(c, &o, &fresh), 0);
@@ -511,13 +513,7 @@ static void remembered_passes_start_from_the_samples(void **state) {
  * last block leaves it takes it when that is cheaper (the same pair, no noise: 0.522 s before). */
 static void last_blocks_leave_no_lone_item(void **state) {
   (void)state;
-  hlb_cluster *c =
-      parse("{\"item\": {\"in_bytes\": 16384, \"out_bytes\": 16384}, \"nodes\": [{\"name\": "
-            "\"m\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e15}, \"pus\": ["
-            "{\"name\": \"fast\", \"kind\": \"cpu\", \"time\": {\"const\": 0.004, "
-            "\"linear\": 0.000285}},"
-            "{\"name\": \"slow\", \"kind\": \"cpu\", \"time\": {\"const\": 0.016, "
-            "\"linear\": 0.00114}}]}]}");
+  hlb_cluster *c = parse(throttled_pair);
   hlb_sim_options o = {.n_items = 2048, .policy = "hlb", .no_noise = 1, .keep_trace = 1};
   hlb_sim_result *r = NULL;
   assert_int_equal(hlb_sim_run(c, &o, &r), 0);
