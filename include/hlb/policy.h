@@ -75,6 +75,12 @@ typedef struct hlb_policy_ops {
   void (*prior)(void *state, unsigned pu, const hlb_sample *s);
   /* HLB_POLICY_* flags below (0: none). */
   uint32_t flags;
+  /* Optional (may be NULL): the seconds the policy expects a block of `cost` to take on `pu`
+   * (a count when there are no item costs), as it sized the block; NaN when it has no estimate.
+   * It goes into the decision log (hlb_decision.predicted_s). Without it the log takes the
+   * PU's model as the policy last fitted it, which is stale for a policy that plans from
+   * something else between fits (hlb's straight line, its correction factor). */
+  double (*predict)(void *state, unsigned pu, double cost);
 } hlb_policy_ops;
 
 /* The policy sizes blocks by their cost (hlb_balancer_range_cost and friends) when the

@@ -163,6 +163,10 @@ static int takes_priors(const hlb_policy_ops *ops) {
   return ops->struct_size >= offsetof(hlb_policy_ops, prior) + sizeof(void *) && ops->prior;
 }
 
+static int predicts(const hlb_policy_ops *ops) {
+  return ops->struct_size >= offsetof(hlb_policy_ops, predict) + sizeof(void *) && ops->predict;
+}
+
 /* Earlier runs' samples into each PU's model, then into the policy, as if those blocks had
  * just finished (the model first, as for done()). */
 static int feed_priors(hlb_balancer *b, const hlb_balancer_config *c) {
@@ -289,9 +293,10 @@ static int grant(hlb_balancer *b, unsigned pu, double now, size_t want, double s
   f->granted_s = now;
   f->pu = pu;
   f->cost = b->use_cost ? hlb__density_cost(&b->density, r.begin, r.count) : (double)r.count;
-  /* The model as the policy last fitted it: the balancer never refits on its own, so that
-   * keeping a log cannot change a decision. */
-  f->predicted_s = hlb_model_predict(b->models[pu], f->cost);
+  /* What the policy expects, else the model as the policy last fitted it: the balancer never
+   * refits on its own, so that keeping a log cannot change a decision. */
+  f->predicted_s = predicts(b->ops) ? b->ops->predict(b->state, pu, f->cost)
+                                    : hlb_model_predict(b->models[pu], f->cost);
   f->log_index = SIZE_MAX;
   if (b->keep_log) {
     if ((rc = log_grant(b, f))) return rc;
