@@ -133,8 +133,9 @@ typedef struct hpu {
   unsigned forgot;            /* 1 once priors were found wrong and dropped */
   unsigned finished;          /* this run's blocks the PU finished (accepted samples) */
   int shaped;                 /* its curve is a line through two sizes apart, or a fit */
-  miss_ring miss;             /* of the PU's recent blocks (the guard) */
-  double min_t;               /* the shortest accepted block time: >= the fixed cost */
+  int uneven;     /* without item costs, its blocks' compute missed beyond prior_tolerance */
+  miss_ring miss; /* of the PU's recent blocks (the guard) */
+  double min_t;   /* the shortest accepted block time: >= the fixed cost */
   /* Priors' sizes and times, kept until the PU's first grant (check_prior_fit); freed then. */
   double *prior_x, *prior_t;
   size_t prior_n, prior_cap;
@@ -252,6 +253,19 @@ static double mean_miss(const miss_ring *m) {
   return m->n ? sum / m->n : 0.0;
 }
 
+/* Items that do not cost the same show as misses no curve of the block's size can explain; once
+ * a PU's mean miss is beyond prior_tolerance in a run without item costs, its curve is not
+ * trusted for the rest of the run (guard_floor, guarded_size). Only misses of a line or a fit
+ * (a prediction from the mean rate of two probes is training), and only where its compute dominates
+ * the block: a transfer that queued behind other senders on a shared link is no item's cost
+ * (Boinski's Jacobi systems, 2 MB each: a 20-system block took 110 s against 49 s predicted).
+ * With item costs the curve is in costs that explain them, and the flag stays off (see
+ * guarded_size). */
+static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
+  if (hlb_balancer_has_item_cost(h->ctx->balancer) || !(s->compute_s >= s->transfer_s)) return;
+  if (mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL])) q->uneven = 1;
+}
+
 /* best_block (issue 13: curves where small blocks win). With quadratic, cubic or x ln x terms
  * the time per item c(y) / y has its minimum at a finite y*, and a share cut into blocks near
  * y* costs share * c(y*) / y*, less than one block of the share: the simulator's lower bound is
@@ -352,6 +366,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
   if (q->u.good >= 2 && (!prior || q->shaped)) {
     note_miss(&q->miss, before * q->corr, t);
     if (!prior) note_miss(&h->run_miss, before * q->corr, t);
+    if (!prior && q->shaped) note_uneven(h, q, s);
   }
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
@@ -535,6 +550,14 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
   return got >= need;
 }
 
+/* 1 when the PU's curve does not explain its times: its recent blocks miss by more than
+ * prior_tolerance (the report's 1.5x band), or did earlier in a run without item costs
+ * (note_uneven). Blocks of the dear rows, predicted well by a line whose fixed cost is those
+ * rows' cost, bring the mean miss back under the band; the curve is no better for that (below). */
+static int distrusted(const hlbp *h, const hpu *q) {
+  return q->uneven || mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL]);
+}
+
 /* The smallest block the guard may cut to. A guarded block still amortises the fixed cost (10
  * ms blocks at 10 % jitter: 1.37 x the bound without): amort, whose fixed cost is at most the
  * shortest block ever measured. But a PU whose blocks miss by more than prior_tolerance (the
@@ -543,8 +566,16 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
  * cost (its real one 1 ms), which held a guard of 0 up to a 160-row block that ran 79 s past
  * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule. */
 static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
-  if (mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL])) return g;
+  if (distrusted(h, q)) return g;
   return fmax(amort, g);
+}
+
+/* The dearest time per item among the PU's recent blocks (fixed cost included). */
+static double worst_per_item(const hpu *q) {
+  double w = 0;
+  for (unsigned i = 0; i < q->ring_n; i++)
+    if (q->ring_x[i] > 0) w = fmax(w, q->ring_t[i] / q->ring_x[i]);
+  return w;
 }
 
 /* 1 when cutting a PU's last block x down to `guarded` saves more time than the part cut off
@@ -558,7 +589,7 @@ static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
  * (remembered passes) keeping those whole gave 1.021 -> 1.032 x the bound, worst 1.06 -> 1.16. */
 static int cut_pays(const hlbp *h, const hpu *q, const hlb_curve *c, double x, double guarded,
                     double fixed) {
-  if (mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL])) return 1;
+  if (distrusted(h, q)) return 1;
   return hlb_curve_time(c, x) - hlb_curve_time(c, guarded) > fixed;
 }
 
@@ -571,8 +602,13 @@ static int cut_pays(const hlbp *h, const hpu *q, const hlb_curve *c, double x, d
  * and the guard does not bind. +inf when there is nothing to go by. */
 static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, double now, double left,
                            hlb__plb_memo *memo) {
-  /* Alone, a PU's overrun leaves nobody idle. */
-  if (!(h->prm[P_TAIL] > 0) || q->miss.n < 2 || !h->planned || hlb__plb_alive(h->ctx) < 2)
+  /* Alone, a PU's overrun leaves nobody idle. Without misses of its own to go by, the run's
+   * count when items' costs are unknown: the mandelbrot map's slowest CPU, one miss of its own
+   * (a 40-row block 7.7x its prediction), was given 640 rows of the dear middle that ran 227 s
+   * past a 220 s run (1.09 x the bound, 3 seeds of 20 like it). */
+  int runs_misses = h->run_miss.n >= 2 && !hlb_balancer_has_item_cost(h->ctx->balancer);
+  if (!(h->prm[P_TAIL] > 0) || (q->miss.n < 2 && !runs_misses) || !h->planned ||
+      hlb__plb_alive(h->ctx) < 2)
     return INFINITY;
   /* The mean miss, not the largest: one odd block (a probe, a spike) would otherwise keep
    * every block small for MISS_RING blocks; on the simulator's cost maps the mean ends nearer
@@ -595,7 +631,16 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
    * common finish time. After the predicted finish only the first bound applies. */
   t_max = h->prm[P_TAIL] * (fmax(h->target, now) - h->t0) / over;
   if (until > 0) t_max = fmin(t_max, until / (1.0 + over));
-  return hlb__plb_inverse_memo(memo, c, t_max, left);
+  double x = hlb__plb_inverse_memo(memo, c, t_max, left);
+  /* On uneven items the curve's slope comes from the cheap items met first and its fixed cost
+   * is the dear ones' cost: after 1-row blocks of the mandelbrot map's dear middle (0.37 s each,
+   * predicted well) the line gave 640 rows 7 s; they took 273 s. Its recent blocks' dearest time
+   * per item bounds the block too. */
+  if (q->uneven) {
+    double w = worst_per_item(q);
+    if (w > 0) x = fmin(x, t_max / w);
+  }
+  return x;
 }
 
 /* 1 when PU pu's last block x should also take the rest of the pool (left - x): no other PU's
