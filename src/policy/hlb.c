@@ -14,8 +14,12 @@
  *   geometrically towards a common finish time and the last ones are small; but never below
  *   a size that keeps the curve's fixed cost per block (not the time of a granule) under
  *   `overhead_max` of the block. A PU's last block is its share rounded down, never up,
- *   unless what that leaves would cost a block of its own more than this one (take_rest); the
- *   guard below does not shave it by less than a block's fixed cost (cut_pays).
+ *   unless what that leaves would cost a block of its own more than this one (take_rest).
+ * - A misprediction guard (tail_idle, guarded_size) keeps each block small enough that a miss
+ *   as bad as the PU's recent ones, or the run's, cannot leave the others idle long at the end;
+ *   it does not shave a last block by less than a block's fixed cost (cut_pays). In a run
+ *   without item costs a PU whose curve missed beyond prior_tolerance stays distrusted for the
+ *   run (note_uneven): items that do not cost the same.
  * - The end is discrete: when fewer granules are left than the split can place, a PU whose
  *   share is under a granule works unless the busy PUs would finish every granule left
  *   before it finishes one (earliest completion, as greedy does by accident).
