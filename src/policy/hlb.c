@@ -136,10 +136,9 @@ typedef struct hpu {
   hlb_sample check_sample[8]; /* and the blocks themselves, to relearn from */
   unsigned forgot;            /* 1 once priors were found wrong and dropped */
   unsigned finished;          /* this run's blocks the PU finished (accepted samples) */
-  int shaped;                 /* its curve is a line through two sizes apart, or a fit */
-  int uneven;     /* without item costs, its blocks' compute missed beyond prior_tolerance */
-  miss_ring miss; /* of the PU's recent blocks (the guard) */
-  double min_t;   /* the shortest accepted block time: >= the fixed cost */
+  int uneven;                 /* without item costs, its compute missed beyond prior_tolerance */
+  miss_ring miss;             /* of the PU's recent blocks (the guard) */
+  double min_t;               /* the shortest accepted block time: >= the fixed cost */
   /* Priors' sizes and times, kept until the PU's first grant (check_prior_fit); freed then. */
   double *prior_x, *prior_t;
   size_t prior_n, prior_cap;
@@ -257,6 +256,19 @@ static double mean_miss(const miss_ring *m) {
   return m->n ? sum / m->n : 0.0;
 }
 
+/* 1 when the PU's recent blocks miss by more than prior_tolerance on average (the report's 1.5x
+ * band). */
+static int beyond_band(const hlbp *h, const hpu *q) {
+  return mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL]);
+}
+
+/* 1 when the PU's curve is a line through two sizes apart or a fit, not the mean rate of a
+ * probe or two. */
+static int shaped(const hpu *q) {
+  hlb_curve line;
+  return q->u.fitted || hlb__plb_affine_curve(&q->u, &line);
+}
+
 /* Items that do not cost the same show as misses no curve of the block's size can explain; once
  * a PU's mean miss is beyond prior_tolerance in a run without item costs, its curve is not
  * trusted for the rest of the run (guard_floor, guarded_size). Only misses of a line or a fit
@@ -267,7 +279,7 @@ static double mean_miss(const miss_ring *m) {
  * guarded_size). */
 static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
   if (hlb_balancer_has_item_cost(h->ctx->balancer) || !(s->compute_s >= s->transfer_s)) return;
-  if (mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL])) q->uneven = 1;
+  if (beyond_band(h, q)) q->uneven = 1;
 }
 
 /* best_block (issue 13: curves where small blocks win). With quadratic, cubic or x ln x terms
@@ -367,10 +379,12 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
    * third stored block, predicted at the mean rate of two probes of 5 and 6 rows, missed by 2.6x,
    * and that one miss held every block of its later runs to a third of its share
    * (bench_throttle --sessions). */
-  if (q->u.good >= 2 && (!prior || q->shaped)) {
+  if (q->u.good >= 2 && (!prior || shaped(q))) {
     note_miss(&q->miss, before * q->corr, t);
-    if (!prior) note_miss(&h->run_miss, before * q->corr, t);
-    if (!prior && q->shaped) note_uneven(h, q, s);
+    if (!prior) {
+      note_miss(&h->run_miss, before * q->corr, t);
+      if (shaped(q)) note_uneven(h, q, s);
+    }
   }
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;
   int first = q->u.good == 0;
@@ -400,8 +414,6 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
     double a = h->prm[P_SMOOTH];
     q->corr = (1.0 - a) * q->corr + a * t / before;
   }
-  hlb_curve line;
-  q->shaped = q->u.fitted || hlb__plb_affine_curve(&q->u, &line);
   double cap = q->ycap;
   find_best_block(h, p);
   if (fabs(q->ycap - cap) > 0.1 * cap) h->changed++;
@@ -559,7 +571,7 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
  * (note_uneven). Blocks of the dear rows, predicted well by a line whose fixed cost is those
  * rows' cost, bring the mean miss back under the band; the curve is no better for that (below). */
 static int distrusted(const hlbp *h, const hpu *q) {
-  return q->uneven || mean_miss(&q->miss) > log(h->prm[P_PRIOR_TOL]);
+  return q->uneven || beyond_band(h, q);
 }
 
 /* The smallest block the guard may cut to. A guarded block still amortises the fixed cost (10

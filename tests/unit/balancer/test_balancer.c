@@ -437,17 +437,25 @@ static void priors_replace_the_probe(void **state) {
   hlb_balancer_destroy(primed);
 }
 
-/* A balancer of 10^7 items over two PUs, PU 1 never asking (see above), PU 0 starting from
- * the 8 samples `prior` (the balancer takes them when it is created). */
-static hlb_balancer *primed_balancer(const hlb_sample *prior) {
-  const hlb_sample *per_pu[2] = {prior, NULL};
-  size_t n_prior[2] = {8, 0};
-  hlb_balancer_config c = config(10000000, 2, "hlb", NULL);
+/* An hlb balancer of n items over two PUs starting from those priors (the balancer takes them
+ * when it is created). */
+static hlb_balancer *with_priors(size_t n, const hlb_sample *p0, size_t n0, const hlb_sample *p1,
+                                 size_t n1, int keep_log) {
+  const hlb_sample *per_pu[2] = {p0, p1};
+  size_t n_prior[2] = {n0, n1};
+  hlb_balancer_config c = config(n, 2, "hlb", NULL);
   c.prior = per_pu;
   c.n_prior = n_prior;
+  c.keep_log = keep_log;
   hlb_balancer *b = NULL;
   assert_int_equal(hlb_balancer_create(&c, &b), 0);
   return b;
+}
+
+/* A balancer of 10^7 items over two PUs, PU 1 never asking (see above), PU 0 starting from
+ * the 8 samples `prior`. */
+static hlb_balancer *primed_balancer(const hlb_sample *prior) {
+  return with_priors(10000000, prior, 8, NULL, 0, 0);
 }
 
 /* Priors that say the PU is 10x faster than it is are forgotten after prior_check blocks
@@ -627,18 +635,10 @@ static void to_samples(const double (*in)[2], size_t n, hlb_sample *out) {
 }
 
 static hlb_balancer *throttled_pair_from_priors(int keep_log) {
-  static hlb_sample fast[9], slow[5];
+  hlb_sample fast[9], slow[5];
   to_samples(fast_priors, 9, fast);
   to_samples(slow_priors, 5, slow);
-  const hlb_sample *per_pu[2] = {fast, slow};
-  size_t n_prior[2] = {9, 5};
-  hlb_balancer_config c = config(2048, 2, "hlb", NULL);
-  c.prior = per_pu;
-  c.n_prior = n_prior;
-  c.keep_log = keep_log;
-  hlb_balancer *b = NULL;
-  assert_int_equal(hlb_balancer_create(&c, &b), 0);
-  return b;
+  return with_priors(2048, fast, 9, slow, 5, keep_log);
 }
 
 /* The earlier run's training (that 2.6x miss) is no miss a later run should expect: the fast
