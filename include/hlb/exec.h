@@ -251,6 +251,20 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * milliseconds. The policy sizes its next blocks from its own measured rate, at most `grow`
  * times its largest, so a slow device costs the run about this long before it is judged. */
 #define HLB_EXEC_CORE_DEVICE_JUDGE_S 0.01
+/* A device computing on the host's cores is released on its kernel's speed (kernel against
+ * kernel, hlb__judge_core_ratio) only when that is more than HLB_EXEC_RELEASE_MIN_FACTOR times
+ * slower per core than the cpu PU's, and, when less than HLB_EXEC_MARGINAL_FACTOR times slower,
+ * only once its blocks have kept it busy HLB_EXEC_MARGINAL_JUDGE_S (seconds). Its first blocks
+ * are small and meet the items next to the cpu PU's first ones, and where items differ
+ * (mandelbrot's rows near the set) a block and its neighbours differ too: after 10 ms PoCL's
+ * mandelbrot kernel read 1.06-1.24x a core's time per row in first runs where, over the whole
+ * run, it read 0.85-0.90x, and its release cost those runs 5-12 %; at the end of a run the
+ * comparison read 1.00-1.02 and released it with nothing left to gain. 1.05 is the margin the
+ * other way too (HLB_EXEC_TAKE_CORES_FACTOR). A device 1.5x slower costs the run at most a third
+ * of its core meanwhile; a hopeless one is released as before. */
+#define HLB_EXEC_RELEASE_MIN_FACTOR 1.05
+#define HLB_EXEC_MARGINAL_FACTOR 1.5
+#define HLB_EXEC_MARGINAL_JUDGE_S 0.04
 
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
  * no injection. */

@@ -300,11 +300,20 @@ static size_t copy_recent_warm(const run_ctx *r, unsigned p, hlb_decision *out) 
 }
 
 /* What the judge reads (exec/judge.h): the newest finished blocks of the cpu PU and of device
- * `dev`, and with with_in_flight the device's block in flight as pending. At most
- * HLB__JUDGE_WINDOW entries. */
+ * `dev`, the cpu PU's block in flight as pending with the time it has run so far, and with
+ * with_in_flight the device's block in flight as pending. At most HLB__JUDGE_WINDOW entries. */
 static size_t judge_window(const run_ctx *r, int cpu, unsigned dev, int with_in_flight,
                            hlb_decision out[HLB__JUDGE_WINDOW]) {
   size_t n = copy_recent_warm(r, (unsigned)cpu, out);
+  if (r->in_block[cpu])
+    out[n++] = (hlb_decision){.pu = (unsigned)r->bpu_of[cpu],
+                              .begin = r->block[cpu].begin,
+                              .count = r->block[cpu].count,
+                              .compute_s = rel_now(r) - r->block_start[cpu],
+                              .transfer_s = 0,
+                              .measured_s = NAN,
+                              .end_s = NAN,
+                              .outcome = HLB_OUTCOME_PENDING};
   n += copy_recent(r, dev, out + n);
   if (with_in_flight && r->in_block[dev] && n < HLB__JUDGE_WINDOW)
     out[n++] = (hlb_decision){.pu = (unsigned)r->bpu_of[dev],
@@ -404,7 +413,10 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
    * is faster per core (and then given the cores in later runs: judge_takeover). */
   double ratio = device_core_ratio(r, cpu, dev);
   if (isfinite(ratio) && ratio > 0) *dev_rate = *core_rate * held / ratio;
-  return *core_rate > 0 && *dev_rate < *core_rate * held;
+  if (!(*core_rate > 0 && *dev_rate < *core_rate * held)) return 0;
+  if (!isfinite(ratio) || !(ratio > 0)) return 1; /* judged on its items over its busy time */
+  /* Slower per core, but perhaps not by enough, or not yet known well enough. */
+  return hlb__judge_release_on_ratio(ratio, d->busy_s);
 }
 
 /* After d's block: judge d if it is a device (1: d stops), or, if d is the cpu PU, the devices

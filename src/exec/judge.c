@@ -4,10 +4,14 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* A finished block of the cpu PU: its items and the core-seconds each took. */
+#include "hlb/exec.h"
+
+/* A block of the cpu PU: its items and the core-seconds each took; for its block still
+ * running (`running`), the core-seconds each has taken so far: a lower bound. */
 typedef struct cpu_span {
   size_t begin, end;
   double core_s_per_item;
+  int running;
 } cpu_span;
 
 static int by_begin(const void *a, const void *b) {
@@ -62,8 +66,9 @@ static double cpu_fixed_s(const hlb_decision *log, size_t from, size_t n_log, un
   return fmin(fixed, 0.9 * t_min);
 }
 
-/* The cpu PU's finished blocks among the newest window of the log, sorted by begin, with their
- * core-seconds per item less the cost per block. */
+/* The cpu PU's finished blocks among the newest window of the log, and its pending ones with
+ * the time they have run so far, sorted by begin, with their core-seconds per item less the
+ * cost per block. */
 static size_t cpu_spans(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned cores,
                         cpu_span span[HLB__JUDGE_WINDOW], size_t *from) {
   *from = n_log > HLB__JUDGE_WINDOW ? n_log - HLB__JUDGE_WINDOW : 0;
@@ -71,16 +76,34 @@ static size_t cpu_spans(const hlb_decision *log, size_t n_log, unsigned cpu_b, u
   size_t n = 0;
   for (size_t k = *from; k < n_log; k++) {
     const hlb_decision *e = &log[k];
+    int running = e->outcome == HLB_OUTCOME_PENDING;
     double t = block_seconds(e) - fixed;
-    if (e->pu == cpu_b && e->outcome == HLB_OUTCOME_DONE && e->count > 0 && t > 0)
-      span[n++] = (cpu_span){e->begin, e->begin + e->count, t / cpu_rounds(e->count, cores)};
+    if (e->pu == cpu_b && (e->outcome == HLB_OUTCOME_DONE || running) && e->count > 0 && t > 0)
+      span[n++] =
+          (cpu_span){e->begin, e->begin + e->count, t / cpu_rounds(e->count, cores), running};
   }
   qsort(span, n, sizeof *span, by_begin);
   return n;
 }
 
+/* The core-seconds per item of the nearest finished cpu block on one side of a range, starting
+ * at span `at` and stepping by `step` (-1: left, +1: right) while 0 <= at < n; 0 when none. A
+ * running block passed on the way, nearer the range, raises it to what that block has taken so
+ * far: on mandelbrot the cpu PU's block next to the set was still running when PoCL's rows
+ * beside it were judged, and the finished one beyond it covered cheap rows 100-200 rows away
+ * (0.013 against 0.083 ms a row): PoCL read 8x slower per core than a core, and was released. A
+ * running block alone says nothing (just started, it has taken almost nothing). */
+static double side_cost(const cpu_span *s, size_t n, size_t at, int step) {
+  double floor = 0;
+  for (; at < n; at += (size_t)step) { /* at wraps past 0 to SIZE_MAX going left */
+    if (!s[at].running) return fmax(s[at].core_s_per_item, floor);
+    floor = fmax(floor, s[at].core_s_per_item);
+  }
+  return 0;
+}
+
 /* The mean core-seconds per item of the cpu blocks nearest [begin, end) on either side (spans
- * sorted and disjoint from the range: the pool hands each item out once). 0: none. */
+ * sorted and disjoint from the range: the pool hands each item out once; side_cost). 0: none. */
 static double near_cost(const cpu_span *s, size_t n, size_t begin, size_t end) {
   size_t lo = 0, hi = n; /* the first span that begins at or after `end` */
   while (lo < hi) {
@@ -90,10 +113,10 @@ static double near_cost(const cpu_span *s, size_t n, size_t begin, size_t end) {
     else
       hi = mid;
   }
-  double sum = 0;
+  double sum = 0, c;
   int k = 0;
-  if (lo > 0 && s[lo - 1].end <= begin) sum += s[lo - 1].core_s_per_item, k++;
-  if (lo < n) sum += s[lo].core_s_per_item, k++;
+  if (lo > 0 && s[lo - 1].end <= begin && (c = side_cost(s, n, lo - 1, -1)) > 0) sum += c, k++;
+  if (lo < n && (c = side_cost(s, n, lo, +1)) > 0) sum += c, k++;
   return k ? sum / k : 0;
 }
 
@@ -113,19 +136,95 @@ double hlb__judge_cpu_rate_near(const hlb_decision *log, size_t n_log, unsigned 
   return core_s > 0 ? items / core_s : 0;
 }
 
+static void swap_values(double *a, double *b) {
+  double t = *a;
+  *a = *b, *b = t;
+}
+
+/* The k-th smallest of v[0..n) (0-based, k < n), by quickselect with a three-way partition;
+ * v is reordered so that v[0..k) are no larger. */
+static double kth_smallest(double *v, size_t n, size_t k) {
+  size_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    double pivot = v[lo + (hi - lo) / 2];
+    size_t lt = lo, i = lo, gt = hi; /* [lo, lt) < pivot, [lt, i) == pivot, (gt, hi] > pivot */
+    while (i <= gt) {
+      if (v[i] < pivot)
+        swap_values(&v[lt++], &v[i++]);
+      else if (v[i] > pivot)
+        swap_values(&v[i], &v[gt--]); /* gt >= 1 here: the pivot's value lies below it */
+      else
+        i++;
+    }
+    if (k < lt)
+      hi = lt - 1;
+    else if (k > gt)
+      lo = gt + 1;
+    else
+      return pivot;
+  }
+  return v[k];
+}
+
+/* The median of v[0..n) (n >= 1); v is reordered. */
+static double median_of(double *v, size_t n) {
+  double upper = kth_smallest(v, n, n / 2);
+  if (n % 2) return upper;
+  double lower = v[0]; /* the largest of v[0..n/2) */
+  for (size_t i = 1; i < n / 2; i++)
+    if (v[i] > lower) lower = v[i];
+  return 0.5 * (lower + upper);
+}
+
+/* The Theil-Sen line through the newest HLB__JUDGE_ROBUST_POINTS points: its slope is the
+ * median of the slopes between pairs of points whose x differ by more than 10 % (closer pairs
+ * give a slope that is all noise), its intercept the median of y - slope x; when that is
+ * negative, or no pair is apart, the median of y / x (a line through the origin). A least-
+ * squares line follows its largest points, and one block delayed by a lost time slice (PoCL's
+ * 2-row mandelbrot block: 4.2 ms where its neighbours took 0.08 ms a row, on a 2-core machine
+ * where the cpu PU and PoCL each fill a core) read PoCL 4.2x slower per core than a core, though
+ * its other 35 blocks said 0.6-1.0x: it was released in 8 of 10 first runs. The median ignores
+ * up to 29 % of such points. */
+static double robust_slope(const double *x, const double *y, size_t n) {
+  double pair[HLB__JUDGE_ROBUST_POINTS * (HLB__JUDGE_ROBUST_POINTS - 1) / 2];
+  double rest[HLB__JUDGE_ROBUST_POINTS];
+  if (n > HLB__JUDGE_ROBUST_POINTS) {
+    x += n - HLB__JUDGE_ROBUST_POINTS, y += n - HLB__JUDGE_ROBUST_POINTS;
+    n = HLB__JUDGE_ROBUST_POINTS;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      if (fabs(x[j] - x[i]) > 0.1 * fmax(x[i], x[j])) pair[m++] = (y[j] - y[i]) / (x[j] - x[i]);
+  if (m > 0) {
+    double slope = median_of(pair, m);
+    for (size_t i = 0; i < n; i++)
+      rest[i] = y[i] - slope * x[i];
+    if (slope > 0 && median_of(rest, n) >= 0) return slope;
+  }
+  for (size_t i = 0; i < n; i++)
+    rest[i] = y[i] / x[i];
+  return median_of(rest, n);
+}
+
 double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned dev_b,
                              unsigned cpu_cores, unsigned held) {
   cpu_span span[HLB__JUDGE_WINDOW];
-  size_t from, n = cpu_spans(log, n_log, cpu_b, cpu_cores, span, &from);
-  hlb__line_sums l = {0};
+  double x[HLB__JUDGE_WINDOW], y[HLB__JUDGE_WINDOW];
+  size_t from, n = cpu_spans(log, n_log, cpu_b, cpu_cores, span, &from), m = 0;
   for (size_t k = from; k < n_log && n; k++) {
     const hlb_decision *e = &log[k];
     double t = block_seconds(e);
     if (e->pu != dev_b || e->outcome != HLB_OUTCOME_DONE || !(t > 0)) continue;
-    double x = (double)e->count * near_cost(span, n, e->begin, e->begin + e->count);
-    if (x > 0) hlb__line_add(&l, x, t * held);
+    double c = (double)e->count * near_cost(span, n, e->begin, e->begin + e->count);
+    if (c > 0) x[m] = c, y[m++] = t * held;
   }
-  return l.n < 2 ? NAN : hlb__line_slope(&l, NULL);
+  return m < 2 ? NAN : robust_slope(x, y, m);
+}
+
+int hlb__judge_release_on_ratio(double ratio, double busy_s) {
+  if (!(ratio > HLB_EXEC_RELEASE_MIN_FACTOR)) return 0;
+  return ratio >= HLB_EXEC_MARGINAL_FACTOR || busy_s >= HLB_EXEC_MARGINAL_JUDGE_S;
 }
 
 double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_b,

@@ -36,23 +36,36 @@ double hlb__line_slope(const hlb__line_sums *l, double *fixed);
  * run stays cheap. */
 #define HLB__JUDGE_WINDOW 256
 /* Newest finished blocks kept of each PU for it (the executor's window is the cpu PU's and the
- * device's: the two PUs' blocks, one less for a device's block in flight). */
+ * device's: the two PUs' blocks, one less each for their blocks in flight). */
 #define HLB__JUDGE_RECENT (HLB__JUDGE_WINDOW / 2 - 1)
 
 /* The cpu PU's (balancer PU cpu_b, on cpu_cores cores) items per second per core on items like
  * those of device dev_b's finished blocks (and its pending ones with with_pending): for each,
- * the core-seconds per item the cpu PU's finished blocks on either side of it took. 0 when no
- * cpu block is next to any of them. */
+ * the core-seconds per item the cpu PU's nearest finished blocks on either side of it took,
+ * raised to what a pending cpu block between (its compute_s: the time it has run so far) has
+ * taken. 0 when no finished cpu block is on either side of any of them. */
 double hlb__judge_cpu_rate_near(const hlb_decision *log, size_t n_log, unsigned cpu_b,
                                 unsigned dev_b, unsigned cpu_cores, int with_pending);
 
+/* Device blocks the core ratio is read from, the newest: a median over their pairs of at most
+ * 496 slopes, a few microseconds under the executor's lock after each device block. */
+#define HLB__JUDGE_ROBUST_POINTS 32
+
 /* Core-seconds device dev_b (holding `held` cores) spends per core-second the cpu PU spends on
- * the same items: the slope of the least-squares line through its finished blocks, each its
- * time times `held` against the cpu core-seconds for its items as above; through the origin
+ * the same items: the slope of the Theil-Sen line (medians, so that a block delayed by a lost
+ * time slice does not decide) through its newest HLB__JUDGE_ROBUST_POINTS finished blocks, each
+ * its time times `held` against the cpu core-seconds for its items as above; through the origin
  * when the sizes do not spread or the line has a negative part. < 1: its kernel is faster per
  * core. NAN with fewer than two such blocks. */
 double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned dev_b,
                              unsigned cpu_cores, unsigned held);
+
+/* 1 when a device computing on the host's cores whose kernel takes `ratio` core-seconds per
+ * core-second of the cpu PU's (hlb__judge_core_ratio, > 1: slower), after its blocks kept it
+ * busy busy_s seconds, should be released; 0 to keep it, for now: not within
+ * HLB_EXEC_RELEASE_MIN_FACTOR, and below HLB_EXEC_MARGINAL_FACTOR only after
+ * HLB_EXEC_MARGINAL_JUDGE_S (include/hlb/exec.h says why). */
+int hlb__judge_release_on_ratio(double ratio, double busy_s);
 
 /* Items per second of device dev_b at its best: the largest of count / (seconds - launch_s)
  * over its finished blocks, +inf when a block took no more than launch_s, 0 without finished
