@@ -299,6 +299,18 @@ static size_t copy_recent_warm(const run_ctx *r, unsigned p, hlb_decision *out) 
   return n;
 }
 
+/* PU p's block in flight as a pending log entry, compute_s as given. */
+static hlb_decision in_flight_entry(const run_ctx *r, unsigned p, double compute_s) {
+  return (hlb_decision){.pu = (unsigned)r->bpu_of[p],
+                        .begin = r->block[p].begin,
+                        .count = r->block[p].count,
+                        .compute_s = compute_s,
+                        .transfer_s = 0,
+                        .measured_s = NAN,
+                        .end_s = NAN,
+                        .outcome = HLB_OUTCOME_PENDING};
+}
+
 /* What the judge reads (exec/judge.h): the newest finished blocks of the cpu PU and of device
  * `dev`, the cpu PU's block in flight as pending with the time it has run so far, and with
  * with_in_flight the device's block in flight as pending. At most HLB__JUDGE_WINDOW entries. */
@@ -306,24 +318,10 @@ static size_t judge_window(const run_ctx *r, int cpu, unsigned dev, int with_in_
                            hlb_decision out[HLB__JUDGE_WINDOW]) {
   size_t n = copy_recent_warm(r, (unsigned)cpu, out);
   if (r->in_block[cpu])
-    out[n++] = (hlb_decision){.pu = (unsigned)r->bpu_of[cpu],
-                              .begin = r->block[cpu].begin,
-                              .count = r->block[cpu].count,
-                              .compute_s = rel_now(r) - r->block_start[cpu],
-                              .transfer_s = 0,
-                              .measured_s = NAN,
-                              .end_s = NAN,
-                              .outcome = HLB_OUTCOME_PENDING};
+    out[n++] = in_flight_entry(r, (unsigned)cpu, rel_now(r) - r->block_start[cpu]);
   n += copy_recent(r, dev, out + n);
   if (with_in_flight && r->in_block[dev] && n < HLB__JUDGE_WINDOW)
-    out[n++] = (hlb_decision){.pu = (unsigned)r->bpu_of[dev],
-                              .begin = r->block[dev].begin,
-                              .count = r->block[dev].count,
-                              .compute_s = NAN,
-                              .transfer_s = NAN,
-                              .measured_s = NAN,
-                              .end_s = NAN,
-                              .outcome = HLB_OUTCOME_PENDING};
+    out[n++] = in_flight_entry(r, dev, NAN);
   return n;
 }
 

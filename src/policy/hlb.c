@@ -379,11 +379,12 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
    * third stored block, predicted at the mean rate of two probes of 5 and 6 rows, missed by 2.6x,
    * and that one miss held every block of its later runs to a third of its share
    * (bench_throttle --sessions). */
-  if (q->u.good >= 2 && (!prior || shaped(q))) {
+  int line_or_fit = q->u.good >= 2 && shaped(q);
+  if (q->u.good >= 2 && (!prior || line_or_fit)) {
     note_miss(&q->miss, before * q->corr, t);
     if (!prior) {
       note_miss(&h->run_miss, before * q->corr, t);
-      if (shaped(q)) note_uneven(h, q, s);
+      if (line_or_fit) note_uneven(h, q, s);
     }
   }
   if (q->u.good == 0 || t < q->min_t) q->min_t = t;

@@ -155,18 +155,22 @@ static void test_small_cpu_blocks_use_few_cores(void **st) {
   if (!(fabs(near / 1000.0 - 1.0) < 0.05)) fail_msg("cpu rate per core %g, expected 1000", near);
 }
 
+/* A log entry: PU pu's block of `count` items from `begin`, `secs` of compute. */
+static hlb_decision entry(unsigned pu, size_t begin, size_t count, double secs,
+                          hlb_outcome outcome) {
+  return (hlb_decision){
+      .pu = pu, .begin = begin, .count = count, .compute_s = secs, .outcome = outcome};
+}
+
 /* Nothing to go by: no cpu block, one device block, a block still running. */
 static void test_ratio_unknown(void **st) {
   (void)st;
-  hlb_decision log[4] = {
-      {.pu = DEV, .begin = 0, .count = 10, .compute_s = 1e-3, .outcome = HLB_OUTCOME_DONE},
-      {.pu = DEV, .begin = 10, .count = 20, .compute_s = 2e-3, .outcome = HLB_OUTCOME_DONE},
-  };
+  hlb_decision log[4] = {entry(DEV, 0, 10, 1e-3, HLB_OUTCOME_DONE),
+                         entry(DEV, 10, 20, 2e-3, HLB_OUTCOME_DONE)};
   assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1)));
   assert_true(hlb__judge_cpu_rate_near(log, 2, CPU, DEV, 1, 1) == 0);
-  log[2] = (hlb_decision){
-      .pu = CPU, .begin = 30, .count = 10, .compute_s = 1e-3, .outcome = HLB_OUTCOME_DONE};
-  log[3] = (hlb_decision){.pu = DEV, .begin = 40, .count = 10, .outcome = HLB_OUTCOME_PENDING};
+  log[2] = entry(CPU, 30, 10, 1e-3, HLB_OUTCOME_DONE);
+  log[3] = entry(DEV, 40, 10, 0, HLB_OUTCOME_PENDING);
   assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1)));
   /* Pending blocks count only when asked: 30 items against 40 at the cpu's 1e4 items/s. */
   assert_true(fabs(hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 0) - 1e4) < 1e-6);
@@ -194,11 +198,8 @@ static void test_one_late_block_does_not_decide(void **st) {
 static void test_running_cpu_block_raises_the_near_cost(void **st) {
   (void)st;
   hlb_decision log[4] = {
-      {.pu = CPU, .begin = 0, .count = 100, .compute_s = 2e-4, .outcome = HLB_OUTCOME_DONE},
-      {.pu = CPU, .begin = 100, .count = 100, .compute_s = 4e-3, .outcome = HLB_OUTCOME_PENDING},
-      {.pu = DEV, .begin = 200, .count = 10, .compute_s = 5e-4, .outcome = HLB_OUTCOME_DONE},
-      {.pu = DEV, .begin = 210, .count = 20, .compute_s = 1e-3, .outcome = HLB_OUTCOME_DONE},
-  };
+      entry(CPU, 0, 100, 2e-4, HLB_OUTCOME_DONE), entry(CPU, 100, 100, 4e-3, HLB_OUTCOME_PENDING),
+      entry(DEV, 200, 10, 5e-4, HLB_OUTCOME_DONE), entry(DEV, 210, 20, 1e-3, HLB_OUTCOME_DONE)};
   /* 40 us an item, 25 000 items per second; the finished block alone: 500 000. */
   double near = hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 0);
   if (!(fabs(near / 25000.0 - 1.0) < 1e-6)) fail_msg("cpu rate %g, expected 25000", near);

@@ -238,9 +238,9 @@ static hlb_cluster *preset(const char *name) {
   return c;
 }
 
-/* The hlb policy on a preset over seeds 1..20 with its noise, as `hlb sim PRESET --items 100000
- * --reps 20` runs it (passes > 1: remembering): the mean and the worst ratio to the bound must
- * stay under the given ones. */
+/* A policy on a preset over seeds 1..20 with its noise, as `hlb sim PRESET --items 100000 --reps
+ * 20 --policy P` runs it (passes > 1: remembering): the mean ratio to the bound, the worst in
+ * *worst. */
 static double mean_over_seeds(const char *name, const char *policy, unsigned passes,
                               double *worst) {
   hlb_cluster *c = preset(name);
@@ -263,6 +263,7 @@ static double mean_over_seeds(const char *name, const char *policy, unsigned pas
   return mean;
 }
 
+/* The hlb policy's mean and worst ratio (mean_over_seeds) must stay under the given ones. */
 static void expect_over_seeds(const char *name, unsigned passes, double mean_below,
                               double worst_below) {
   double worst, mean = mean_over_seeds(name, "hlb", passes, &worst);
