@@ -1,7 +1,8 @@
 /* Driver cores in the simulator (docs/cluster-format.md, "Driver cores"; docs/simulator.md): a
  * PU that holds cores of a cpu PU is released, as the executor releases one, when it does fewer
  * items per second than those cores; malformed entries are refused with named errors. And the
- * default policy's best_block cap on a superlinear cluster. Fixed seeds, simulated times. */
+ * default policy's best_block cap and tail_grow on superlinear clusters. Fixed seeds, simulated
+ * times. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,6 +245,41 @@ static void best_block_cap_helps_superlinear_curves(void **state) {
   hlb_cluster_free(c);
 }
 
+/* The mean ratio to the bound of `params` over noise seeds 1..20. */
+static double mean_ratio(const hlb_cluster *c, size_t n, const char *params) {
+  double sum = 0;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    hlb_sim_options o = {.n_items = n, .policy = "hlb", .params = params, .seed = seed};
+    hlb_sim_result *r = NULL;
+    if (hlb_sim_run(c, &o, &r)) fail_msg("sim: %s", hlb_last_error());
+    assert_true(r->exactly_once);
+    sum += r->ratio;
+    hlb_sim_result_free(r);
+  }
+  return sum / 20;
+}
+
+/* tail_grow: near the end a block grows at most 1.5x the largest the PU completed, not 4x. PU c
+ * has 0.5 s of fixed cost and a cubic term (best block 109 items): after blocks of 30 and 120
+ * the line through them let it take 350 near the end, which the cubic term made 2.4x longer than
+ * planned. */
+static void blocks_near_the_end_grow_less(void **state) {
+  (void)state;
+  hlb_cluster *c =
+      parse("{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, \"noise_sigma\": 0.05, \"nodes\": "
+            "[{\"name\": \"n\", \"pus\": [{\"name\": \"a\", \"kind\": \"cpu\", \"time\": "
+            "{\"const\": 0.005, \"linear\": 0.0005}}, {\"name\": \"b\", \"kind\": \"cpu\", "
+            "\"time\": {\"const\": 0.005, \"linear\": 0.001}}, {\"name\": \"c\", \"kind\": "
+            "\"cpu\", \"time\": {\"const\": 0.5, \"linear\": 0.009, \"cubic\": 2e-7}}, {\"name\": "
+            "\"d\", \"kind\": \"cpu\", \"time\": {\"const\": 0.3, \"linear\": 0.005, "
+            "\"quadratic\": 9e-6}}]}]}");
+  double on = mean_ratio(c, 20000, NULL), off = mean_ratio(c, 20000, "tail_grow=4");
+  if (!(on < 1.12 && off > 1.3))
+    fail_msg("tail_grow 1.5: %.4f, 4 (as grow): %.4f x the bound (expected < 1.12 and > 1.3)", on,
+             off);
+  hlb_cluster_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(weak_device_is_released_and_its_core_given_back),
@@ -253,6 +289,7 @@ int main(void) {
       cmocka_unit_test(bound_holds_with_driver_cores),
       cmocka_unit_test(malformed_driver_cores_are_named),
       cmocka_unit_test(best_block_cap_helps_superlinear_curves),
+      cmocka_unit_test(blocks_near_the_end_grow_less),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
