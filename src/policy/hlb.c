@@ -668,8 +668,15 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   /* Alone, a PU's overrun leaves nobody idle. Without misses of its own to go by, the run's
    * count when items' costs are unknown: the mandelbrot map's slowest CPU, one miss of its own
    * (a 40-row block 7.7x its prediction), was given 640 rows of the dear middle that ran 227 s
-   * past a 220 s run (1.09 x the bound, 3 seeds of 20 like it). */
-  int runs_misses = h->run_miss.n >= 2 && !hlb_balancer_has_item_cost(h->ctx->balancer);
+   * past a 220 s run (1.09 x the bound, 3 seeds of 20 like it). They count too for a PU that
+   * forgot its priors (forget_priors: they mispredicted its first blocks), with item costs or
+   * not: it starts again without misses of its own, having just shown that its predictions
+   * fail. Unguarded, machine B's CPU on the spikes map, its priors forgotten 33 s into a
+   * remembered pass, was given 794 rows (its amortising block, read off its own 3 s blocks),
+   * predicted at 45 s; they took 485 s (`hlb sim irregular-2machines-spikes --passes 3
+   * --remember`, seed 230: 2.44 x the bound). */
+  int runs_misses =
+      h->run_miss.n >= 2 && (!hlb_balancer_has_item_cost(h->ctx->balancer) || q->forgot);
   if (!(h->prm[P_TAIL] > 0) || (q->miss.n < 2 && !runs_misses) || !h->planned ||
       hlb__plb_alive(h->ctx) < 2)
     return INFINITY;
