@@ -151,10 +151,6 @@ typedef struct hpu {
   int uneven;                 /* without item costs, its compute missed beyond prior_tolerance */
   miss_ring miss;             /* of the PU's recent blocks (the guard) */
   double min_t;               /* the shortest accepted block time: >= the fixed cost */
-  double warm_up_t;           /* the time of its warm-up block (hlb_done): >= the fixed cost too */
-  /* ln(measured / predicted) of its warm-up block when that was beyond prior_tolerance: the
-   * guard sizes its next block as if the miss could repeat (suspect_warm_up); 0 otherwise. */
-  double warm_up_miss;
   /* Priors' sizes and times, kept until the PU's first grant (check_prior_fit); freed then. */
   double *prior_x, *prior_t;
   size_t prior_n, prior_cap;
@@ -388,23 +384,6 @@ static void find_best_block(hlbp *h, unsigned p) {
   q->ycap = fmax(cap, g);
 }
 
-/* A PU's warm-up block (its first of a run that started from priors) is not learnt: it may carry
- * one-time work (hlb_done). But it may also be the first sign that the priors are wrong, and
- * the next block, planned from the same priors, then misses as badly: on the segments map
- * (`hlb sim irregular-2machines-segments --passes 3 --remember`, seed 131) machine B's CPU took
- * 131 s for a first block predicted at 11 s, and 142 s for the next, predicted at 11 s too, that
- * ended 55 s after everyone (1.28 x the bound). So a warm-up beyond prior_tolerance, late by
- * more than timing noise, counts as a miss for the PU's next block only (guarded_size); an
- * H100's warm-up (43 ms for a block of 0.35 ms) costs one small block. Its time also bounds the
- * fixed cost: the same map's seed 123 gave machine B's GPU a curve with 4.4 s of fixed cost,
- * whose amortising block of 89 s (the guard does not cut below it) ran 195 s, when its warm-up
- * block had taken 0.96 s. */
-static void suspect_warm_up(const hlbp *h, hpu *q, double predicted, double t) {
-  if (q->warm_up_t == 0 || t < q->warm_up_t) q->warm_up_t = t;
-  if (predicted > 0 && t > predicted * h->prm[P_PRIOR_TOL] && t - predicted >= TIMING_NOISE_S)
-    q->warm_up_miss = log(t / predicted);
-}
-
 /* prior: s is a stored sample of an earlier run (hlb_prior), not a block of this run.
  * warm_up: s is the PU's first block of a run that started from priors (hlb_done): only its
  * size is learnt, not its time (the balancer's model holds it as a sample all the same). */
@@ -412,13 +391,11 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
   hpu *q = &h->pu[p];
   h->current[p] = 0; /* its curve, correction or cap may move: plan() scales it again */
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
-  double before = q->u.good ? base_time(q, x) : 0.0;
   if (warm_up) { /* its time is no block's cost: only its size counts (the grow cap) */
     if (x > q->u.max_items) q->u.max_items = x;
-    suspect_warm_up(h, q, before * q->corr, t);
     return;
   }
-  if (!prior) q->warm_up_miss = 0; /* the block after the warm-up came back */
+  double before = q->u.good ? base_time(q, x) : 0.0;
   /* The first line is a guess. A prior predicted before the PU had a line (two sizes apart)
    * is the earlier run's training, not a miss this run should expect: the 4x-throttled matmul's
    * third stored block, predicted at the mean rate of two probes of 5 and 6 rows, missed by 2.6x,
@@ -702,14 +679,13 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   double slack = h->prm[P_TAIL] * (fmax(h->target, now) - h->t0);
   t_max = slack / over;
   if (until > 0) t_max = fmin(t_max, until / (1.0 + over));
-  /* And late as badly as the worst block of the run (or the PU's warm-up, suspect_warm_up), it
-   * must still end within tail_idle of the makespan after the common finish: the issue's "a
-   * misprediction of the size already observed". The mean alone let a block that met a spike of
-   * the random spikes map (30x the other items) run far past everyone: machine A's CPU, 675 rows
-   * planned at 9 s with 80 s left, took 160 s (seed 19, 1.36 x the bound). Earlier in the run a
-   * block that late still ends before the others, who take the rest of the pool meanwhile. */
-  double worst = fmax(h->worst_miss, q->warm_up_miss);
-  if (worst > 0) t_max = fmin(t_max, (fmax(until, 0.0) + slack) / exp(worst));
+  /* And late as badly as the worst block of the run, it must still end within tail_idle of the
+   * makespan after the common finish: the issue's "a misprediction of the size already observed".
+   * The mean alone let a block that met a spike of the random spikes map (30x the other items) run
+   * far past everyone: machine A's CPU, 675 rows planned at 9 s with 80 s left, took 160 s (seed
+   * 19, 1.36 x the bound). Earlier in the run a block that late still ends before the others, who
+   * take the rest of the pool meanwhile. */
+  if (h->worst_miss > 0) t_max = fmin(t_max, (fmax(until, 0.0) + slack) / exp(h->worst_miss));
   double x = hlb__plb_inverse_memo(memo, c, t_max, left);
   /* On uneven items the curve's slope comes from the cheap items met first and its fixed cost
    * is the dear ones' cost: after 1-row blocks of the mandelbrot map's dear middle (0.37 s each,
@@ -807,7 +783,6 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * irregular items a line's intercept is noise that would ask for blocks of thousands of
    * items (mandelbrot's rows). */
   double fixed = fmin(fixed_cost(c, g, q->u.max_items), q->min_t);
-  if (q->warm_up_t > 0) fixed = fmin(fixed, q->warm_up_t);
   double min_x = h->prm[P_MIN] * per_pu;
   double amort = hlb__plb_inverse_memo(&memo, c, fixed / h->prm[P_OVERHEAD], left);
   if (amort > min_x) min_x = amort;
@@ -917,10 +892,7 @@ static void forget_priors(hlbp *h, unsigned p) {
   memcpy(fresh, q->check_sample, n * sizeof *fresh);
   hlb_model_clear(h->ctx->models[p]);
   drop_priors_kept(q);
-  double warm_up_t = q->warm_up_t, warm_up_miss = q->warm_up_miss; /* this run's, not priors' */
   memset(q, 0, sizeof *q);
-  q->warm_up_t = warm_up_t;
-  q->warm_up_miss = warm_up_miss;
   q->corr = 1.0;
   q->next_fit = 3;
   q->forgot = 1;
