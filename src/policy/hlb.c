@@ -104,9 +104,10 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "and that, late as badly as the run's worst block, it ends at most this fraction of the "
      "predicted makespan after the common finish (0: no guard)."},
     {"best_block", 1, 0, 1,
-     "1: a PU whose fitted curve has a best block size y* inside the sizes it measured "
-     "(argmin of time / size: quadratic, cubic or x ln x terms) gets blocks of at most about "
-     "y*, and the split counts its share as done in such blocks; 0: off."},
+     "1: once a PU's blocks of some size measured more than 10 % dearer per item than "
+     "smaller ones (quadratic, cubic or x ln x terms: a best size y*, the argmin of time / "
+     "size), its blocks are capped near y*, and the split counts its share as done in such "
+     "blocks (not in passes sized by item costs); 0: off."},
     {"best_block_slack", 0.02, 0.0, 1.0,
      "With best_block: the cap is the largest size whose time per item is at most this "
      "fraction above the best (fewer, larger blocks for a cost per item that is nearly the "
@@ -314,16 +315,20 @@ static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
  *
  * So the measured blocks themselves say it: each PU sums items and seconds per octave of block
  * size (bins of [2^k, 2^(k+1))), whose time per item is sum t / sum x. The ramp (each block up
- * to `grow` times the last) measures the sizes an octave or two apart. A cap is set when the
- * next larger bin measured is more than RISE (10 %, or 2 slacks) dearer per item than the best:
- * a rise seen, not extrapolated. Lower, and the noise of a shared node link or of items that do
+ * to `grow` times the last) measures the sizes an octave or two apart. A cap is set when a
+ * larger bin measured is more than RISE (10 %, or 2 slacks) dearer per item than the best: a
+ * rise seen, not extrapolated. Lower, and the noise of a shared node link or of items that do
  * not cost the same capped affine PUs by mistake, which then never measure larger blocks again
- * (boinski-apl09-12-jacobi1024 and irregular-2machines-segments got 2.5 % and 3.4 % worse). The
- * optimum is then the vertex of the parabola in ln(size) through the best bin and its measured
- * neighbours (the time per item of every such curve is convex in ln size), and the cap the
- * size where that parabola is best_block_slack above its least value, kept between the best
- * bin and its larger neighbour. With no smaller neighbour (the best is the smallest size
- * measured, e.g. the probe), the cap is the best bin's size: nothing below it is known. */
+ * (boinski-apl09-12-jacobi1024 and irregular-2machines-segments got 2.5 % and 3.4 % worse). Any
+ * larger bin, not only the next: near the optimum the time per item is flat, and a quadratic PU
+ * measured 0.825 ms per item at 200 items, 0.827 at 800-962 and 0.915 at 3200, then was given
+ * 12800 items that took 21 s, 1.66 ms each (`bench_sim superlinear`, 4 PUs, cluster 3: 1.22 x
+ * the bound). The optimum is then the vertex of the parabola in ln(size) through the best bin,
+ * its smaller neighbour and that dearer bin (the time per item of every such curve is convex
+ * in ln size), and the cap the size where that parabola is best_block_slack above its least
+ * value, kept between the best bin and the dearer one. With no smaller neighbour (the best is
+ * the smallest size measured, e.g. the probe), the cap is the best bin's size: nothing below
+ * it is known. */
 static void best_block_add(hpu *q, double x, double t) {
   int k = (int)floor(log2(fmax(x, 1.0)));
   if (k >= BINS) k = BINS - 1;
@@ -352,17 +357,13 @@ static void find_best_block(hlbp *h, unsigned p) {
   for (int k = 0; k < BINS; k++)
     if (q->bin_n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;
   if (b < 0) return;
+  double rb = bin_rate(q, b), rise = 1.0 + fmax(2.0 * slack, RISE);
   int lo = -1, up = -1;
-  unsigned above = 0;
   for (int k = b - 1; k >= 0 && lo < 0; k--)
     if (q->bin_n[k]) lo = k;
-  for (int k = b + 1; k < BINS; k++)
-    if (q->bin_n[k]) {
-      if (up < 0) up = k;
-      above += q->bin_n[k];
-    }
-  double rb = bin_rate(q, b);
-  if (up < 0 || above < 1 || !(bin_rate(q, up) > (1.0 + fmax(2.0 * slack, RISE)) * rb)) return;
+  for (int k = b + 1; k < BINS && up < 0; k++)
+    if (q->bin_n[k] && bin_rate(q, k) > rise * rb) up = k; /* the first larger bin that rose */
+  if (up < 0) return;
   double cap = bin_size(q, b);
   if (lo >= 0) {
     /* Parabola r(v) = r_b + d1 (v - v_b) + d2 (v - v_b)^2 through the three points. */
@@ -604,9 +605,15 @@ static int distrusted(const hlbp *h, const hpu *q) {
  * report's 1.5x band) has a curve that does not explain its times, and the fixed cost read off
  * it is the items' unevenness: a CPU meeting the dear region of a cost map read 2.4 s of fixed
  * cost (its real one 1 ms), which held a guard of 0 up to a 160-row block that ran 79 s past
- * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule. */
+ * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule. So it is for
+ * a PU that forgot its priors (forget_priors): its curve is read off the few blocks since, with
+ * no misses of its own to show how little it explains. Machine B's CPU on the spikes map, its
+ * priors forgotten 57 s into a remembered pass, had met spike items in its three 1-item blocks
+ * since (2.2 s each, its real fixed cost 1 ms); that floor of 5016 items' cost held a guard of
+ * 0 up to 230 rows that took 397 s (`hlb sim irregular-2machines-spikes --passes 3 --remember`,
+ * seed 234: 2.16 x the bound, 1.03 with the granule). */
 static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
-  if (distrusted(h, q)) return g;
+  if (distrusted(h, q) || q->forgot) return g;
   return fmax(amort, g);
 }
 

@@ -334,15 +334,17 @@ static void remembered_samples_are_costs(void **state) {
 /* Random spikes (5 % of the slices 30x the others), first pass: the guard's mean miss let a block
  * that met the spikes run far past everyone (machine A's CPU, 675 rows planned at 9 s with 80 s
  * left, took 160 s: 1.14 x the bound on average, 1.36 at worst). Every block is kept able to end
- * within tail_idle of the finish even if it overran as badly as the run's worst block. */
+ * within tail_idle of the finish even if it overran as badly as the run's worst block (1.051,
+ * 1.137 at worst); and a block dearer per item than a smaller one by 10 % caps the PU's blocks
+ * (best_block), read against every larger size measured, not only the next (1.040, 1.071). */
 static void worst_miss_bounds_every_block(void **state) {
   (void)state;
   double worst, greedy_worst;
   double mean = mean_over_seeds("irregular-2machines-spikes", "hlb", 1, &worst);
   double greedy = mean_over_seeds("irregular-2machines-spikes", "greedy", 1, &greedy_worst);
-  if (!(mean < 1.07 && worst < 1.2 && mean < greedy))
-    fail_msg("spikes, first pass: hlb mean %.4f (expected < 1.07, greedy %.4f), worst %.4f "
-             "(expected < 1.2) x the bound",
+  if (!(mean < 1.05 && worst < 1.1 && mean < greedy))
+    fail_msg("spikes, first pass: hlb mean %.4f (expected < 1.05, greedy %.4f), worst %.4f "
+             "(expected < 1.1) x the bound",
              mean, greedy, worst);
 }
 
@@ -367,10 +369,14 @@ static void expect_remembered_seeds_below(const char *name, uint64_t s1, uint64_
  * (seed 230, 2.44 x the bound; seed 294, 2.40); on the segments map the same CPU took 131 s for
  * a block predicted at 11 s and 142 s for the next (seed 131, 1.28; seed 123, 1.21 through a GPU's
  * amortising block of 89 s that ran 195 s). The run's misses guard it, as they guard any PU
- * without misses of its own in a run without item costs. */
+ * without misses of its own in a run without item costs. And the guard may cut its blocks to a
+ * granule (guard_floor): its fixed cost read off the 1-item blocks since, which met spikes
+ * (2.2 s each), held the guard up to 230 rows that took 397 s (seed 234, 2.16 x the bound;
+ * seed 236, 1.30). */
 static void forgotten_priors_leave_the_guard_on(void **state) {
   (void)state;
   expect_remembered_seeds_below("irregular-2machines-spikes", 230, 294, 1.1);
+  expect_remembered_seeds_below("irregular-2machines-spikes", 234, 236, 1.1);
   expect_remembered_seeds_below("irregular-2machines-segments", 123, 131, 1.1);
 }
 

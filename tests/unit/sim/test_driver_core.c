@@ -259,6 +259,27 @@ static double mean_ratio(const hlb_cluster *c, size_t n, const char *params) {
   return sum / 20;
 }
 
+/* best_block reads a rise from any larger size measured, not only the next: near a quadratic
+ * PU's best size the time per item is flat, so p3 measured 0.825 ms per item at 200 items and
+ * 0.827 at 800-962, no rise, and 0.915 at 3200; read only against the next octave, that was no
+ * cap, and p3 was given 12800 items that took 1.66 ms each. `bench_sim superlinear`'s 4-PU
+ * cluster 3 (two x ln x PUs, an affine one, p3): 1.187 x the bound over 20 seeds before, 1.048. */
+static void best_block_reads_every_larger_size(void **state) {
+  (void)state;
+  hlb_cluster *c =
+      parse("{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, \"noise_sigma\": 0.05, \"nodes\": "
+            "[{\"name\": \"n0\", \"pus\": [{\"name\": \"p0\", \"kind\": \"cpu\", \"time\": "
+            "{\"const\": 0.0436724, \"linear\": 0.00827819, \"xlogx\": 0.000106736}}, {\"name\": "
+            "\"p1\", \"kind\": \"cpu\", \"time\": {\"const\": 0.00958156, \"linear\": 0.00061621, "
+            "\"xlogx\": 4.73683e-05}}, {\"name\": \"p2\", \"kind\": \"cpu\", \"time\": {\"const\": "
+            "0.0670922, \"linear\": 0.00739282}}, {\"name\": \"p3\", \"kind\": \"cpu\", \"time\": "
+            "{\"const\": 0.00652423, \"linear\": 0.000811295, \"quadratic\": 5.13283e-08}}]}]}");
+  double mean = mean_ratio(c, 100000, NULL);
+  if (!(mean < 1.08))
+    fail_msg("4 superlinear PUs: %.4f x the bound over 20 seeds (expected < 1.08)", mean);
+  hlb_cluster_free(c);
+}
+
 /* tail_grow: near the end a block grows at most 1.5x the largest the PU completed, not 4x. PU c
  * has 0.5 s of fixed cost and a cubic term (best block 109 items): after blocks of 30 and 120
  * the line through them let it take 350 near the end, which the cubic term made 2.4x longer than
@@ -289,6 +310,7 @@ int main(void) {
       cmocka_unit_test(bound_holds_with_driver_cores),
       cmocka_unit_test(malformed_driver_cores_are_named),
       cmocka_unit_test(best_block_cap_helps_superlinear_curves),
+      cmocka_unit_test(best_block_reads_every_larger_size),
       cmocka_unit_test(blocks_near_the_end_grow_less),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
