@@ -606,9 +606,9 @@ static int distrusted(const hlbp *h, const hpu *q) {
  * it is the items' unevenness: a CPU meeting the dear region of a cost map read 2.4 s of fixed
  * cost (its real one 1 ms), which held a guard of 0 up to a 160-row block that ran 79 s past
  * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule. So it is for
- * a PU that forgot its priors (forget_priors): its curve is read off the few blocks since, with
- * no misses of its own to show how little it explains. Machine B's CPU on the spikes map, its
- * priors forgotten 57 s into a remembered pass, had met spike items in its three 1-item blocks
+ * a PU that forgot its priors (forget_priors): its curve is read off the few blocks since, and
+ * its misses since are those blocks' own, which that curve fits. Machine B's CPU on the spikes map,
+ * its priors forgotten 57 s into a remembered pass, had met spike items in its three 1-item blocks
  * since (2.2 s each, its real fixed cost 1 ms); that floor of 5016 items' cost held a guard of
  * 0 up to 230 rows that took 397 s (`hlb sim irregular-2machines-spikes --passes 3 --remember`,
  * seed 234: 2.16 x the bound, 1.03 with the granule). */
