@@ -179,7 +179,8 @@ typedef struct hlbp {
   double t0;        /* the first grant's time: the start of the predicted makespan */
   int started;
   miss_ring run_miss; /* of this run's recent blocks on any PU (the guard) */
-  double worst_miss;  /* the largest overrun ln(measured / predicted) seen (note_worst_miss) */
+  double worst_late;  /* the largest measured / predicted time of an overrun seen, 0 with none
+                       * (note_worst_miss) */
 } hlbp;
 
 static void check_prior_fit(hlbp *h, unsigned p);
@@ -262,13 +263,13 @@ static void note_miss(miss_ring *m, double predicted, double t) {
   if (m->n < MISS_RING) m->n++;
 }
 
-/* The run's worst overrun so far: the largest ln(measured / predicted) of a block predicted by a
+/* The run's worst overrun so far: the largest measured / predicted time of a block predicted by a
  * line or a fit, this run's or a stored one (a prior), late by more than timing noise. The guard
  * keeps every block able to end in time even if it overran as badly (guarded_size). */
 static void note_worst_miss(hlbp *h, double predicted, double t) {
   if (!(predicted > 0) || !isfinite(predicted) || !isfinite(t) || t - predicted < TIMING_NOISE_S)
     return;
-  h->worst_miss = fmax(h->worst_miss, log(t / predicted));
+  h->worst_late = fmax(h->worst_late, t / predicted);
 }
 
 /* The mean of the ring's misses (0 with none). */
@@ -594,9 +595,11 @@ static int busy_absorb(const hlbp *h, unsigned pu, double now, double g, double 
 /* 1 when the PU's curve does not explain its times: its recent blocks miss by more than
  * prior_tolerance (the report's 1.5x band), or did earlier in a run without item costs
  * (note_uneven). Blocks of the dear rows, predicted well by a line whose fixed cost is those
- * rows' cost, bring the mean miss back under the band; the curve is no better for that (below). */
+ * rows' cost, bring the mean miss back under the band; the curve is no better for that (below).
+ * Or its priors were forgotten (forget_priors): they mispredicted its first blocks, and its
+ * curve since is read off a few blocks whose misses are against that same curve. */
 static int distrusted(const hlbp *h, const hpu *q) {
-  return q->uneven || beyond_band(h, q);
+  return q->uneven || q->forgot || beyond_band(h, q);
 }
 
 /* The smallest block the guard may cut to. A guarded block still amortises the fixed cost (10
@@ -605,15 +608,14 @@ static int distrusted(const hlbp *h, const hpu *q) {
  * report's 1.5x band) has a curve that does not explain its times, and the fixed cost read off
  * it is the items' unevenness: a CPU meeting the dear region of a cost map read 2.4 s of fixed
  * cost (its real one 1 ms), which held a guard of 0 up to a 160-row block that ran 79 s past
- * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule. So it is for
- * a PU that forgot its priors (forget_priors): its curve is read off the few blocks since, and
- * its misses since are those blocks' own, which that curve fits. Machine B's CPU on the spikes map,
- * its priors forgotten 57 s into a remembered pass, had met spike items in its three 1-item blocks
- * since (2.2 s each, its real fixed cost 1 ms); that floor of 5016 items' cost held a guard of
- * 0 up to 230 rows that took 397 s (`hlb sim irregular-2machines-spikes --passes 3 --remember`,
- * seed 234: 2.16 x the bound, 1.03 with the granule). */
+ * everyone (1.21 x the bound; docs/benchmarks.md). There the floor is a granule, as it is for a
+ * PU that forgot its priors (distrusted): machine B's CPU on the spikes map, its priors forgotten
+ * 57 s into a remembered pass, had met spike items in its three 1-item blocks since (2.2 s each,
+ * its real fixed cost 1 ms); that floor of 5016 items' cost held a guard of 0 up to 230 rows that
+ * took 397 s (`hlb sim irregular-2machines-spikes --passes 3 --remember`, seed 234: 2.16 x the
+ * bound, 1.03 with the granule). */
 static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
-  if (distrusted(h, q) || q->forgot) return g;
+  if (distrusted(h, q)) return g;
   return fmax(amort, g);
 }
 
@@ -630,10 +632,11 @@ static double worst_per_item(const hpu *q) {
  * block still ends by the common finish time) shaved 0.3 % off the fast core's last block of the
  * 4x-throttled matmul, and the 2-4 rows left over then paid a block's fixed cost on their own
  * (3 ms on the fast core, 12 ms on the throttled one, for 0.3 ms of rows; bench_throttle
- * --sessions). Where the PU's misses are beyond prior_tolerance its curve's fixed cost is the
- * items' unevenness (guard_floor): every cut pays. Only last blocks: cut short earlier, a block
- * leaves the rest to the PU's own next one, and on the simulator's mandelbrot profile
- * (remembered passes) keeping those whole gave 1.021 -> 1.032 x the bound, worst 1.06 -> 1.16. */
+ * --sessions). Where the PU is distrusted (its misses beyond prior_tolerance, its priors
+ * forgotten) its curve's fixed cost is not a fixed cost (guard_floor): every cut pays. Only last
+ * blocks: cut short earlier, a block leaves the rest to the PU's own next one, and on the
+ * simulator's mandelbrot profile (remembered passes) keeping those whole gave 1.021 -> 1.032 x the
+ * bound, worst 1.06 -> 1.16. */
 static int cut_pays(const hlbp *h, const hpu *q, const hlb_curve *c, double x, double guarded,
                     double fixed) {
   if (distrusted(h, q)) return 1;
@@ -692,7 +695,7 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
    * far past everyone: machine A's CPU, 675 rows planned at 9 s with 80 s left, took 160 s (seed
    * 19, 1.36 x the bound). Earlier in the run a block that late still ends before the others, who
    * take the rest of the pool meanwhile. */
-  if (h->worst_miss > 0) t_max = fmin(t_max, (fmax(until, 0.0) + slack) / exp(h->worst_miss));
+  if (h->worst_late > 0) t_max = fmin(t_max, (fmax(until, 0.0) + slack) / h->worst_late);
   double x = hlb__plb_inverse_memo(memo, c, t_max, left);
   /* On uneven items the curve's slope comes from the cheap items met first and its fixed cost
    * is the dear ones' cost: after 1-row blocks of the mandelbrot map's dear middle (0.37 s each,
@@ -809,8 +812,9 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * fixed cost and a cubic term, blocks of 30 and 120 items behind it, was given 350 at 3.5 s,
    * predicted to end with the others at 8.2 s by the line through them; it took 11.7 s, and the
    * run 2.0 x the bound). */
-  if (h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now))
-    cap = fmin(cap, h->prm[P_TAIL_GROW] * q->u.max_items);
+  double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
+  if (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now))
+    cap = fmin(cap, tail_cap);    /* (a block within tail_cap needs no curve evaluation) */
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
   double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) { /* never above the plan's size */
