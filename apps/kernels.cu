@@ -111,22 +111,79 @@ int launch_mandelbrot(const hlb_exec_call *c) {
   return cudaGetLastError() == cudaSuccess ? 0 : HLB_EDEVICE;
 }
 
-/* One thread per row of the block (spmv.c's row loop). */
-__global__ void k_spmv(double *y, const uint64_t *rowp, const uint32_t *col, const double *val,
-                       const double *x, size_t begin, size_t count) {
+/* spmv's rows follow a power law (spmv.c): most hold a few nonzeros, a few hold up to 5 % of
+ * the columns. One thread per row alone made a block as slow as its longest row, done by one
+ * thread: on an H100 a block of 30372 rows took 12.8 ms (2400 rows/ms) where the whole matrix
+ * of 8 million rows takes 25 ms, and with every local PU the GPU did a sixth of the rows in as
+ * long as the cpu PU took for the rest (docs/benchmarks.md, "spmv's long rows on the GPU"). So
+ * rows up to SPMV_LONG_ROW nonzeros take a thread each (k_spmv_short: a warp waits at most that
+ * many steps for its longest row) and longer rows a whole thread block each (k_spmv_long), its
+ * threads striding over the row's nonzeros and reducing the sums. Both keep a fixed sum order,
+ * so a row's value does not change from run to run. */
+constexpr unsigned SPMV_THREADS = 256; /* threads per block of either kernel */
+constexpr uint64_t SPMV_LONG_ROW = 64; /* nonzeros: about 5x the mean row (spmv.c) */
+
+__global__ void k_spmv_short(double *y, const uint64_t *rowp, const uint32_t *col,
+                             const double *val, const double *x, size_t begin, size_t count) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (i >= count) return;
   size_t row = begin + i;
+  uint64_t k0 = rowp[row], k1 = rowp[row + 1];
+  if (k1 - k0 > SPMV_LONG_ROW) return; /* k_spmv_long's */
   double s = 0.0;
-  for (uint64_t k = rowp[row]; k < rowp[row + 1]; k++)
+  for (uint64_t k = k0; k < k1; k++)
     s += val[k] * x[col[k]];
   y[i] = s;
 }
+
+/* Each thread block walks chunks of SPMV_THREADS rows: its threads find the chunk's long rows
+ * (one row each), then do them one after another, all threads on each. */
+__global__ void k_spmv_long(double *y, const uint64_t *rowp, const uint32_t *col, const double *val,
+                            const double *x, size_t begin, size_t count) {
+  __shared__ size_t long_rows[SPMV_THREADS];
+  __shared__ unsigned n_long;
+  __shared__ double warp_sum[SPMV_THREADS / 32];
+  for (size_t base = blockIdx.x * (size_t)SPMV_THREADS; base < count;
+       base += (size_t)gridDim.x * SPMV_THREADS) {
+    __syncthreads(); /* every thread has read n_long of the last chunk */
+    if (threadIdx.x == 0) n_long = 0;
+    __syncthreads();
+    size_t i = base + threadIdx.x;
+    if (i < count && rowp[begin + i + 1] - rowp[begin + i] > SPMV_LONG_ROW)
+      long_rows[atomicAdd(&n_long, 1u)] = i;
+    __syncthreads();
+    unsigned n = n_long;
+    for (unsigned r = 0; r < n; r++) {
+      size_t row = begin + long_rows[r];
+      double s = 0.0;
+      for (uint64_t k = rowp[row] + threadIdx.x; k < rowp[row + 1]; k += SPMV_THREADS)
+        s += val[k] * x[col[k]];
+      for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, o);
+      if ((threadIdx.x & 31u) == 0) warp_sum[threadIdx.x / 32] = s;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (unsigned w = 0; w < SPMV_THREADS / 32; w++)
+          t += warp_sum[w];
+        y[long_rows[r]] = t;
+      }
+      __syncthreads(); /* warp_sum is free for the next row */
+    }
+  }
+}
+
 int launch_spmv(const hlb_exec_call *c) {
-  k_spmv<<<blocks(c->count), 256, 0, static_cast<cudaStream_t>(c->queue)>>>(
-      static_cast<double *>(c->out), static_cast<const uint64_t *>(c->shared[0]),
-      static_cast<const uint32_t *>(c->shared[1]), static_cast<const double *>(c->shared[2]),
-      static_cast<const double *>(c->shared[3]), c->begin, c->count);
+  cudaStream_t st = static_cast<cudaStream_t>(c->queue);
+  double *y = static_cast<double *>(c->out);
+  const uint64_t *rowp = static_cast<const uint64_t *>(c->shared[0]);
+  const uint32_t *col = static_cast<const uint32_t *>(c->shared[1]);
+  const double *val = static_cast<const double *>(c->shared[2]);
+  const double *x = static_cast<const double *>(c->shared[3]);
+  k_spmv_short<<<blocks(c->count), SPMV_THREADS, 0, st>>>(y, rowp, col, val, x, c->begin, c->count);
+  /* Enough thread blocks to fill the GPU several times over; each walks its chunks. */
+  unsigned chunks = blocks(c->count), grid = chunks < 4096 ? chunks : 4096;
+  k_spmv_long<<<grid, SPMV_THREADS, 0, st>>>(y, rowp, col, val, x, c->begin, c->count);
   return cudaGetLastError() == cudaSuccess ? 0 : HLB_EDEVICE;
 }
 
