@@ -347,7 +347,8 @@ static double device_core_ratio(const run_ctx *r, int cpu, unsigned dev) {
 /* should_release for a device that holds only a driver thread (a GPU): judged on its best
  * block (hlb__judge_best_rate, each block less HLB_EXEC_LAUNCH_MAX_S) and, with a block in
  * flight, on the better of that and the block's items over its time so far (the most it can
- * reach): released only when even that is below the rate of the core it holds. Never before it
+ * reach): released only when even that is HLB_EXEC_RELEASE_CLEAR_FACTOR times below the rate
+ * of the core it holds (hlb__judge_release_driver says why). Never before it
  * finished HLB_EXEC_RELEASE_BLOCKS blocks: its first ones may carry a one-time warm-up of any
  * length (a library's handle, kernels loaded lazily per shape: 43 and 61 ms for an H100's first
  * two matmul blocks), and the core it holds only drives it, so a weak one costs little
@@ -366,7 +367,7 @@ static int driver_device_weak(const run_ctx *r, unsigned dev, int cpu, unsigned 
   }
   *dev_rate = best;
   *core_rate = cpu_rate_near(r, cpu, dev, r->in_block[dev]);
-  return *core_rate > 0 && best < *core_rate * held;
+  return hlb__judge_release_driver(best, *core_rate, held);
 }
 
 /* A device that holds host cores is kept only while it adds more items per second than those

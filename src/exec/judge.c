@@ -239,3 +239,7 @@ double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_
   }
   return best;
 }
+
+int hlb__judge_release_driver(double best_rate, double core_rate, unsigned held) {
+  return core_rate > 0 && best_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < core_rate * (double)held;
+}

@@ -77,4 +77,17 @@ int hlb__judge_release_on_ratio(double ratio, double busy_s);
  * 77 000 rows/s was released. */
 double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_b, double launch_s);
 
+/* 1 when a device that holds only a driver thread (a GPU), doing at best `best_rate` items per
+ * second (hlb__judge_best_rate), should give its `held` cores back to a cpu PU doing
+ * `core_rate` items per second per core: only when it is HLB_EXEC_RELEASE_CLEAR_FACTOR times
+ * slower than them. The two mistakes do not cost alike: keeping a GPU weaker than its driver
+ * core costs the cpu PU that core (a fourteenth of it on a 16-core H100 machine), releasing a
+ * strong one costs the GPU, in that run and in every later run that starts from the stored
+ * decision. Its best block is not its kernel when the host's cores are all busy: on that
+ * machine (the cpu PU's 14 threads, PoCL and the driver on 16 cores) an H100 given one-row
+ * matmul blocks, each over 1.5 ms of scheduling delays, read 2.0e3 rows/s against 3.27e3 for a
+ * core; it does 2.5e4 rows/s alone, and the later runs, without it, took 1.02 s instead of
+ * 0.06 s (docs/benchmarks.md, "On an NVIDIA H100, third time"). */
+int hlb__judge_release_driver(double best_rate, double core_rate, unsigned held);
+
 #endif

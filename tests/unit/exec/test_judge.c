@@ -254,6 +254,21 @@ static void test_best_rate_ignores_warm_up(void **st) {
   assert_true(hlb__judge_best_rate(log, 2, CPU + DEV + 1, 0) == 0);
 }
 
+/* A driver-thread device is released only when clearly weaker than the cores it holds: the H100
+ * of the sixteenth session's third call, its one-row matmul blocks slowed by a host with every
+ * core busy (2.0e3 rows/s against 3.27e3 for a core), is kept; a device a fifth of a core, or
+ * on two held cores a third of them, goes; nothing is released against an unknown core rate. */
+static void test_driver_device_released_only_when_clearly_weaker(void **st) {
+  (void)st;
+  assert_false(hlb__judge_release_driver(2.0e3, 3.27e3, 1));
+  assert_false(hlb__judge_release_driver(3.27e3 / HLB_EXEC_RELEASE_CLEAR_FACTOR, 3.27e3, 1));
+  assert_true(hlb__judge_release_driver(3.27e3 / 5, 3.27e3, 1));
+  assert_false(hlb__judge_release_driver(3.27e3 / 3, 3.27e3, 1));
+  assert_true(hlb__judge_release_driver(3.27e3 / 3, 3.27e3, 2));
+  assert_false(hlb__judge_release_driver(1.0, 0.0, 1));
+  assert_false(hlb__judge_release_driver(INFINITY, 3.27e3, 1));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rate_near_the_devices_items),
@@ -265,6 +280,7 @@ int main(void) {
       cmocka_unit_test(test_one_late_block_does_not_decide),
       cmocka_unit_test(test_running_cpu_block_raises_the_near_cost),
       cmocka_unit_test(test_release_on_ratio),
+      cmocka_unit_test(test_driver_device_released_only_when_clearly_weaker),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
