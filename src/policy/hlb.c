@@ -484,6 +484,17 @@ static double typical_rate(hlbp *h) {
   return m ? s / m : 0.0;
 }
 
+/* 1 when the equal-finish-time solve takes the curve. It reads every curve on all of (0, W],
+ * below the smallest block too, and refuses one with a negative ln u term (a time that grows
+ * without bound as x -> 0+); one refused curve made it fall back to a proportional split of the
+ * pool (hlb__plb_solve), every PU's ready time and curve shape ignored. Such fits pass
+ * fit_sane, which looks at the sizes measured: in `hlb sim` 29-158 solves of a run of
+ * `bench_sim superlinear`'s 8-64 PU clusters fell back so, 5911 over 20 first passes of
+ * boinski-apl09-12-jacobi1024 (docs/benchmarks.md, "Curves the solve refused"). */
+static int solve_takes(const hlb_curve *c) {
+  return !(c->coef[HLB_TERM_LOG] < 0);
+}
+
 /* Effective curves and ready times of all PUs, then the equal-finish-time split of the pool.
  * A PU whose curves[] entry is already its base curve times its correction, uncapped
  * (current[p]: nothing was learnt since), keeps it: with 10^4 PUs, reading every PU's record
@@ -505,7 +516,13 @@ static void plan(hlbp *h, double now) {
       /* A share of at least a capped block is done in capped blocks: its time is the share
        * times the time per item of one (the tail's shares, below a block, keep the curve). */
       double m = capped_per_item(q, &h->curves[p]);
-      if (m > 0 && !(h->planned && h->x[p] < q->ycap)) hlb__plb_linear_curve(&h->curves[p], 1 / m);
+      if (m > 0 && !(h->planned && h->x[p] < q->ycap)) {
+        hlb__plb_linear_curve(&h->curves[p], 1 / m);
+      } else if (!solve_takes(&h->curves[p])) { /* its line in the solve, the fit for its blocks */
+        hlb_curve line;
+        if (!hlb__plb_affine_curve(&q->u, &line)) hlb__plb_linear_curve(&line, q->u.rate);
+        hlb__plb_curve_scaled(&h->curves[p], &line, q->corr);
+      }
     } else {
       /* Not measured yet: no faster than its probe allows so far, and no faster than the
        * typical PU. */
@@ -786,6 +803,15 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * then could last forever). */
   if (share < g && left <= h->prm[P_FRACTION] * per_pu && hlb__plb_busy(h->ctx) > 0 &&
       busy_absorb(h, pu, now, g, hlb_curve_time(c, g), left))
+    return HLB_WAIT;
+  /* Nor does a PU work whose share is under a granule when one granule would end past the
+   * common finish by more than tail_idle of the predicted makespan, while others are busy:
+   * they come back for what is left. Left to work, such a PU (0.52 s of fixed cost, one item)
+   * ended 0.4 s after the other 63 of `bench_sim superlinear`'s 64-PU cluster 1, whose run
+   * lasts 2.5 s. The rule above waits only in the last fraction of a share: with 64 PUs that
+   * was too late. */
+  if (share < g && h->planned && hlb__plb_busy(h->ctx) > 0 &&
+      now + hlb_curve_time(c, g) > h->target + h->prm[P_TAIL] * (h->target - h->t0))
     return HLB_WAIT;
   /* Smallest sensible block: min_fraction of a PU's share, and long enough to amortise the
    * curve's fixed cost. */
