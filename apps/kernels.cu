@@ -48,12 +48,14 @@ __global__ void k_blackscholes(const double *in, double *out, size_t count) {
   y[1] = df * (1.0 - n2) - s * (1.0 - n1);
 }
 
+constexpr unsigned THREADS = 256; /* threads per thread block of every kernel here */
+
 unsigned blocks(size_t n) {
-  return (unsigned)((n + 255) / 256);
+  return (unsigned)((n + THREADS - 1) / THREADS);
 }
 
 int launch_blackscholes(const hlb_exec_call *c) {
-  k_blackscholes<<<blocks(c->count), 256, 0, static_cast<cudaStream_t>(c->queue)>>>(
+  k_blackscholes<<<blocks(c->count), THREADS, 0, static_cast<cudaStream_t>(c->queue)>>>(
       static_cast<const double *>(c->in), static_cast<double *>(c->out), c->count);
   return cudaGetLastError() == cudaSuccess ? 0 : HLB_EDEVICE;
 }
@@ -81,7 +83,7 @@ __global__ void k_kmeans(const double *pts, int32_t *lab, const double *cent, co
 }
 
 int launch_kmeans(const hlb_exec_call *c) {
-  k_kmeans<<<blocks(c->count), 256, 0, static_cast<cudaStream_t>(c->queue)>>>(
+  k_kmeans<<<blocks(c->count), THREADS, 0, static_cast<cudaStream_t>(c->queue)>>>(
       static_cast<const double *>(c->in), static_cast<int32_t *>(c->out),
       static_cast<const double *>(c->shared[0]), static_cast<const double *>(c->shared[1]),
       c->count);
@@ -106,8 +108,8 @@ int launch_mandelbrot(const hlb_exec_call *c) {
       cudaStreamSynchronize(st) != cudaSuccess)
     return HLB_EDEVICE;
   size_t total = c->count * (size_t)host_prm[0];
-  k_mandelbrot<<<blocks(total), 256, 0, st>>>(static_cast<uint32_t *>(c->out), prm, c->begin,
-                                              c->count);
+  k_mandelbrot<<<blocks(total), THREADS, 0, st>>>(static_cast<uint32_t *>(c->out), prm, c->begin,
+                                                  c->count);
   return cudaGetLastError() == cudaSuccess ? 0 : HLB_EDEVICE;
 }
 
@@ -120,7 +122,6 @@ int launch_mandelbrot(const hlb_exec_call *c) {
  * many steps for its longest row) and longer rows a whole thread block each (k_spmv_long), its
  * threads striding over the row's nonzeros and reducing the sums. Both keep a fixed sum order,
  * so a row's value does not change from run to run. */
-constexpr unsigned SPMV_THREADS = 256; /* threads per block of either kernel */
 constexpr uint64_t SPMV_LONG_ROW = 64; /* nonzeros: about 5x the mean row (spmv.c) */
 
 __global__ void k_spmv_short(double *y, const uint64_t *rowp, const uint32_t *col,
@@ -136,15 +137,15 @@ __global__ void k_spmv_short(double *y, const uint64_t *rowp, const uint32_t *co
   y[i] = s;
 }
 
-/* Each thread block walks chunks of SPMV_THREADS rows: its threads find the chunk's long rows
+/* Each thread block walks chunks of THREADS rows: its threads find the chunk's long rows
  * (one row each), then do them one after another, all threads on each. */
 __global__ void k_spmv_long(double *y, const uint64_t *rowp, const uint32_t *col, const double *val,
                             const double *x, size_t begin, size_t count) {
-  __shared__ size_t long_rows[SPMV_THREADS];
+  __shared__ size_t long_rows[THREADS];
   __shared__ unsigned n_long;
-  __shared__ double warp_sum[SPMV_THREADS / 32];
-  for (size_t base = blockIdx.x * (size_t)SPMV_THREADS; base < count;
-       base += (size_t)gridDim.x * SPMV_THREADS) {
+  __shared__ double warp_sum[THREADS / 32];
+  for (size_t base = blockIdx.x * (size_t)THREADS; base < count;
+       base += (size_t)gridDim.x * THREADS) {
     __syncthreads(); /* every thread has read n_long of the last chunk */
     if (threadIdx.x == 0) n_long = 0;
     __syncthreads();
@@ -156,7 +157,7 @@ __global__ void k_spmv_long(double *y, const uint64_t *rowp, const uint32_t *col
     for (unsigned r = 0; r < n; r++) {
       size_t row = begin + long_rows[r];
       double s = 0.0;
-      for (uint64_t k = rowp[row] + threadIdx.x; k < rowp[row + 1]; k += SPMV_THREADS)
+      for (uint64_t k = rowp[row] + threadIdx.x; k < rowp[row + 1]; k += THREADS)
         s += val[k] * x[col[k]];
       for (int o = 16; o > 0; o >>= 1)
         s += __shfl_down_sync(0xffffffffu, s, o);
@@ -164,7 +165,7 @@ __global__ void k_spmv_long(double *y, const uint64_t *rowp, const uint32_t *col
       __syncthreads();
       if (threadIdx.x == 0) {
         double t = 0.0;
-        for (unsigned w = 0; w < SPMV_THREADS / 32; w++)
+        for (unsigned w = 0; w < THREADS / 32; w++)
           t += warp_sum[w];
         y[long_rows[r]] = t;
       }
@@ -180,10 +181,10 @@ int launch_spmv(const hlb_exec_call *c) {
   const uint32_t *col = static_cast<const uint32_t *>(c->shared[1]);
   const double *val = static_cast<const double *>(c->shared[2]);
   const double *x = static_cast<const double *>(c->shared[3]);
-  k_spmv_short<<<blocks(c->count), SPMV_THREADS, 0, st>>>(y, rowp, col, val, x, c->begin, c->count);
+  k_spmv_short<<<blocks(c->count), THREADS, 0, st>>>(y, rowp, col, val, x, c->begin, c->count);
   /* Enough thread blocks to fill the GPU several times over; each walks its chunks. */
   unsigned chunks = blocks(c->count), grid = chunks < 4096 ? chunks : 4096;
-  k_spmv_long<<<grid, SPMV_THREADS, 0, st>>>(y, rowp, col, val, x, c->begin, c->count);
+  k_spmv_long<<<grid, THREADS, 0, st>>>(y, rowp, col, val, x, c->begin, c->count);
   return cudaGetLastError() == cudaSuccess ? 0 : HLB_EDEVICE;
 }
 

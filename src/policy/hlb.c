@@ -799,20 +799,20 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   double g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
   /* At the very end, a PU whose share is under a granule waits when the busy PUs would do
    * every granule left before it could finish one. Earlier, a plan that says so is more
-   * likely wrong than right, so the PU works; and with nobody busy it always works (a wait
-   * then could last forever). */
-  if (share < g && left <= h->prm[P_FRACTION] * per_pu && hlb__plb_busy(h->ctx) > 0 &&
-      busy_absorb(h, pu, now, g, hlb_curve_time(c, g), left))
-    return HLB_WAIT;
-  /* Nor does a PU work whose share is under a granule when one granule would end past the
-   * common finish by more than tail_idle of the predicted makespan, while others are busy:
-   * they come back for what is left. Left to work, such a PU (0.52 s of fixed cost, one item)
-   * ended 0.4 s after the other 63 of `bench_sim superlinear`'s 64-PU cluster 1, whose run
-   * lasts 2.5 s. The rule above waits only in the last fraction of a share: with 64 PUs that
-   * was too late. */
-  if (share < g && h->planned && hlb__plb_busy(h->ctx) > 0 &&
-      now + hlb_curve_time(c, g) > h->target + h->prm[P_TAIL] * (h->target - h->t0))
-    return HLB_WAIT;
+   * likely wrong than right, so the PU works, unless its granule would end well past the
+   * finish (below); and with nobody busy it always works (a wait then could last forever). */
+  if (share < g && hlb__plb_busy(h->ctx) > 0) {
+    double own_g = hlb_curve_time(c, g);
+    if (left <= h->prm[P_FRACTION] * per_pu && busy_absorb(h, pu, now, g, own_g, left))
+      return HLB_WAIT;
+    /* Nor does it work when its one granule would end past the common finish by more than
+     * tail_idle of the predicted makespan: the busy PUs come back for what is left. Left to
+     * work, such a PU (0.52 s of fixed cost, one item) ended 0.4 s after the other 63 of
+     * `bench_sim superlinear`'s 64-PU cluster 1, whose run lasts 2.5 s. The rule above waits
+     * only in the last fraction of a share: with 64 PUs that was too late. */
+    if (h->planned && now + own_g > h->target + h->prm[P_TAIL] * (h->target - h->t0))
+      return HLB_WAIT;
+  }
   /* Smallest sensible block: min_fraction of a PU's share, and long enough to amortise the
    * curve's fixed cost. */
   /* Every block pays the fixed cost, so none is below the shortest block measured: on

@@ -245,10 +245,10 @@ static void best_block_cap_helps_superlinear_curves(void **state) {
   hlb_cluster_free(c);
 }
 
-/* The mean ratio to the bound of `params` over noise seeds 1..20. */
-static double mean_ratio(const hlb_cluster *c, size_t n, const char *params) {
+/* The mean ratio to the bound of `params` over noise seeds 1..seeds. */
+static double mean_ratio(const hlb_cluster *c, size_t n, const char *params, unsigned seeds) {
   double sum = 0;
-  for (uint64_t seed = 1; seed <= 20; seed++) {
+  for (uint64_t seed = 1; seed <= seeds; seed++) {
     hlb_sim_options o = {.n_items = n, .policy = "hlb", .params = params, .seed = seed};
     hlb_sim_result *r = NULL;
     if (hlb_sim_run(c, &o, &r)) fail_msg("sim: %s", hlb_last_error());
@@ -256,7 +256,7 @@ static double mean_ratio(const hlb_cluster *c, size_t n, const char *params) {
     sum += r->ratio;
     hlb_sim_result_free(r);
   }
-  return sum / 20;
+  return sum / seeds;
 }
 
 /* best_block reads a rise from any larger size measured, not only the next: near a quadratic
@@ -274,7 +274,7 @@ static void best_block_reads_every_larger_size(void **state) {
             "\"xlogx\": 4.73683e-05}}, {\"name\": \"p2\", \"kind\": \"cpu\", \"time\": {\"const\": "
             "0.0670922, \"linear\": 0.00739282}}, {\"name\": \"p3\", \"kind\": \"cpu\", \"time\": "
             "{\"const\": 0.00652423, \"linear\": 0.000811295, \"quadratic\": 5.13283e-08}}]}]}");
-  double mean = mean_ratio(c, 100000, NULL);
+  double mean = mean_ratio(c, 100000, NULL, 20);
   if (!(mean < 1.08))
     fail_msg("4 superlinear PUs: %.4f x the bound over 20 seeds (expected < 1.08)", mean);
   hlb_cluster_free(c);
@@ -294,7 +294,7 @@ static void blocks_near_the_end_grow_less(void **state) {
             "\"cpu\", \"time\": {\"const\": 0.5, \"linear\": 0.009, \"cubic\": 2e-7}}, {\"name\": "
             "\"d\", \"kind\": \"cpu\", \"time\": {\"const\": 0.3, \"linear\": 0.005, "
             "\"quadratic\": 9e-6}}]}]}");
-  double on = mean_ratio(c, 20000, NULL), off = mean_ratio(c, 20000, "tail_grow=4");
+  double on = mean_ratio(c, 20000, NULL, 20), off = mean_ratio(c, 20000, "tail_grow=4", 20);
   if (!(on < 1.12 && off > 1.3))
     fail_msg("tail_grow 1.5: %.4f, 4 (as grow): %.4f x the bound (expected < 1.12 and > 1.3)", on,
              off);
@@ -310,20 +310,6 @@ static hlb_cluster *data_cluster(const char *name) {
   return c;
 }
 
-/* The mean ratio to the bound of the default policy over noise seeds 1..10. */
-static double mean_ratio_10(const hlb_cluster *c) {
-  double sum = 0;
-  for (uint64_t seed = 1; seed <= 10; seed++) {
-    hlb_sim_options o = {.n_items = 100000, .policy = "hlb", .seed = seed};
-    hlb_sim_result *r = NULL;
-    if (hlb_sim_run(c, &o, &r)) fail_msg("sim: %s", hlb_last_error());
-    assert_true(r->exactly_once);
-    sum += r->ratio;
-    hlb_sim_result_free(r);
-  }
-  return sum / 10;
-}
-
 /* A fitted curve with a negative ln u term is plausible over the sizes a PU measured, but the
  * equal-finish-time solve refuses it (its time grows without bound as x -> 0+), and one refused
  * curve made every plan a proportional split of the pool, ready times ignored. Such a PU now
@@ -332,7 +318,7 @@ static double mean_ratio_10(const hlb_cluster *c) {
 static void a_curve_the_solve_refuses_does_not_spoil_the_plan(void **state) {
   (void)state;
   hlb_cluster *c = data_cluster("superlinear-16pu-2");
-  double mean = mean_ratio_10(c);
+  double mean = mean_ratio(c, 100000, NULL, 10);
   if (!(mean < 1.075))
     fail_msg("16 superlinear PUs: %.4f x the bound over 10 seeds (expected < 1.075)", mean);
   hlb_cluster_free(c);
@@ -345,7 +331,7 @@ static void a_curve_the_solve_refuses_does_not_spoil_the_plan(void **state) {
 static void a_pu_too_slow_for_the_finish_waits(void **state) {
   (void)state;
   hlb_cluster *c = data_cluster("superlinear-64pu-1");
-  double mean = mean_ratio_10(c);
+  double mean = mean_ratio(c, 100000, NULL, 10);
   if (!(mean < 1.215))
     fail_msg("64 superlinear PUs: %.4f x the bound over 10 seeds (expected < 1.215)", mean);
   hlb_cluster_free(c);
