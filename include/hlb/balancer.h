@@ -87,6 +87,11 @@ typedef struct hlb_balancer_config {
    * cost the same"). NULL or 0: every item costs the same. Copied at create. */
   const double *item_cost;
   unsigned n_item_cost;
+  /* Nonzero: item_cost has not yet shown that it predicts a pass better than counts (the last
+   * pass's hlb_balancer_item_cost_trusted was 0, or nothing was said). The balancer sizes by
+   * count and scores item_cost against this pass's blocks instead of using it. Needs
+   * learn_item_cost (without it the costs are used, as with 0). */
+  int item_cost_on_trial;
   /* Keep what hlb_balancer_item_cost needs (begin, count, PU and time of every finished
    * block: 32 bytes a block). */
   int learn_item_cost;
@@ -99,6 +104,23 @@ typedef struct hlb_balancer hlb_balancer;
  * next pass over the same items. Needs learn_item_cost; HLB_EINVAL without it or without a
  * finished block with usable times. */
 HLB_EXTERN int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsigned m);
+/* Whether the item costs this pass was given (used, or item_cost_on_trial) predicted its
+ * finished blocks better than their counts did, out of sample since they came from an earlier
+ * pass: 1 when the next pass should size by hlb_balancer_item_cost's costs, 0 when it should
+ * take them with item_cost_on_trial. 0 when no costs were given, or too few blocks finished to
+ * tell (each PU's first block and PUs of under 4 blocks are not scored). A map learnt from the
+ * noise of work whose items all cost the same fits its own pass, not the next: on an H100 such
+ * maps sent the cpu PU 570 matmul rows predicted at 3.3 ms that took 656 ms. */
+HLB_EXTERN int hlb_balancer_item_cost_trusted(const hlb_balancer *b);
+/* 1 when the samples hlb_balancer_log_sample keeps are in other units than those the caller
+ * kept before this pass (with learn_item_cost): costs on trial that predicted the pass (counts
+ * then, costs from now on), or trusted costs that no longer predict (the reverse). Samples
+ * stored before are then in the old units: the caller drops them, so that no run fits one
+ * curve to two units. 0 otherwise. */
+HLB_EXTERN int hlb_balancer_samples_rescaled(const hlb_balancer *b);
+/* 1 when this pass was given item costs it did not size by but scored (on trial, or a policy
+ * that does not work with costs). */
+HLB_EXTERN int hlb_balancer_item_cost_on_trial(const hlb_balancer *b);
 /* The finest a balancer resolves item costs: the m to ask hlb_balancer_item_cost for. */
 #define HLB_ITEM_COST_SLICES 1024u
 
@@ -164,17 +186,20 @@ HLB_EXTERN size_t hlb_balancer_log(const hlb_balancer *b, const hlb_decision **e
 
 /* Log entry d (hlb_balancer_log of b) as a sample to keep for later runs (priors, model
  * files): 1 when d is a finished block with valid times, with *out its PU, begin and times
- * and as its count the block's cost in items of average cost, at least 1: under the item costs
- * the run sized its blocks by (hlb_balancer_range_cost), else under those it learnt
- * (learn_item_cost: hlb_balancer_item_cost, the costs the caller stores beside the samples),
- * else the count itself. A first run of mandelbrot under StarPU stored its samples in rows
- * beside the row costs it learnt; the next run, sizing by those costs, read a 42-row block of
- * cheap rows as 42 average rows and fitted a constant: a 685-row block predicted at 0.6 ms took
- * 55 ms, and 4 second runs in 18 ended 17-71 % imbalanced. So kept samples measure one thing
- * whether their run sized blocks by cost or not: a pass of a power-law spmv whose blocks the
- * item costs sized held 20x more of the cheap rows than of the dear ones for the same time,
- * and counted as rows those blocks made a later run's first pass fit noise (twice the blocks
- * under StarPU). Else 0. */
+ * and as its count the block's cost in items of average cost, at least 1, under the item costs
+ * the next pass sizes its blocks by. Without learn_item_cost: the costs this run sized by
+ * (hlb_balancer_range_cost), else the count. With it: when the costs the run was given
+ * predicted it (hlb_balancer_item_cost_trusted), the costs it sized by or, when it sized by
+ * count, those it learnt (hlb_balancer_item_cost, the costs the caller stores beside the
+ * samples); else (costs that go on trial, or none given) the count itself; when that differs
+ * from the pass's own units, hlb_balancer_samples_rescaled says so. A first run of mandelbrot under
+ * StarPU stored its samples in rows beside the row costs it learnt; the next run, sizing by those
+ * costs, read a 42-row block of cheap rows as 42 average rows and fitted a constant: a 685-row
+ * block predicted at 0.6 ms took 55 ms, and 4 second runs in 18 ended 17-71 % imbalanced. So kept
+ * samples measure one thing whether their run sized blocks by cost or not: a pass of a power-law
+ * spmv whose blocks the item costs sized held 20x more of the cheap rows than of the dear ones for
+ * the same time, and counted as rows those blocks made a later run's first pass fit noise (twice
+ * the blocks under StarPU). Else 0. */
 HLB_EXTERN int hlb_balancer_log_sample(const hlb_balancer *b, const hlb_decision *d,
                                        hlb_sample *out);
 

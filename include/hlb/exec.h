@@ -329,6 +329,13 @@ typedef struct hlb_exec_stats {
    * many items learnt (a later pass: blocks sized by their cost, docs/executor.md, "Items that
    * do not cost the same"); 0 when every item was taken to cost the same. */
   int item_costs_known;
+  /* 1 when the run was given item costs that had not yet predicted a run (learnt by the run
+   * before, or found wanting since): blocks were sized by count and the costs scored against
+   * this run's blocks. item_costs_trusted: 1 when the costs this run was given (used or on
+   * trial) predicted its blocks better than their counts did, so the next run sizes by the
+   * costs this one learnt; 0 sends them on trial (docs/executor.md). */
+  int item_costs_on_trial;
+  int item_costs_trusted;
   /* What the run cost beyond its blocks, in seconds of wall time: setup_s from the call to the
    * start of its clock (models, the PUs' set-up, the balancer), wrapup_s from the last block's
    * end to the return (driver threads joined, stats, models kept, item costs learnt). */

@@ -36,6 +36,10 @@ typedef struct hlb_stored_models {
    * items sizes its blocks by; 0 and 0 when none are stored. */
   size_t item_cost_items;
   unsigned item_cost_slices;
+  /* 1 when they predicted the run that stored them better than item counts (a later run
+   * sizes its blocks by them); 0 when they are on trial (a later run sizes by count and
+   * scores them: docs/executor.md, "Items that do not cost the same"). */
+  int item_cost_trusted;
 } hlb_stored_models;
 
 /* The model directory in use: `dir`, else $HLB_MODEL_DIR, $XDG_CACHE_HOME/hlb, ~/.cache/hlb. */

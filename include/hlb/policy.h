@@ -113,6 +113,12 @@ HLB_EXTERN size_t hlb_balancer_in_flight_total(const hlb_balancer *b);
 HLB_EXTERN double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count);
 /* 1 when costs are not counts: the balancer has an item cost density and the policy uses it. */
 HLB_EXTERN int hlb_balancer_has_item_cost(const hlb_balancer *b);
+/* 1 when an earlier pass over these items measured them: its item costs size this pass's
+ * blocks (hlb_balancer_has_item_cost), or are on trial (hlb_balancer_config.item_cost_on_trial:
+ * blocks sized by count, the costs scored). The items are then not seen for the first time: a
+ * miss is noise or a slow PU, not an unforeseen dear region, and a policy's guards for work
+ * seen once need not bind. */
+HLB_EXTERN int hlb_balancer_items_measured(const hlb_balancer *b);
 /* The cost of every item still in the pool. O(ranges given back by failures). */
 HLB_EXTERN double hlb_balancer_remaining_cost(const hlb_balancer *b);
 /* How many items the next grant would hold for a block of this cost (at least 1, at most what

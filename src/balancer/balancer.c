@@ -121,11 +121,19 @@ static int uses_cost(const hlb_policy_ops *ops) {
 
 /* The item cost density of an earlier pass, for a policy that works with costs. */
 static int setup_density(hlb_balancer *b, const hlb_balancer_config *c) {
-  const double *rel = uses_cost(b->ops) ? c->item_cost : NULL;
   unsigned bins = hlb__density_bins(b->n_items, b->granularity);
-  int rc = hlb__density_init(&b->density, b->n_items, bins, rel, rel ? c->n_item_cost : 0);
-  b->use_cost = b->density.n > 0;
+  unsigned m = c->item_cost ? c->n_item_cost : 0;
   b->learn_cost = c->learn_item_cost != 0;
+  int on_trial = c->item_cost_on_trial && b->learn_cost, rc = 0;
+  /* Costs size blocks when the policy works with them and they are not on trial; costs that
+   * size nothing wait in b->trial to be scored against this pass (a balancer that learns). */
+  if (uses_cost(b->ops) && !on_trial)
+    rc = hlb__density_init(&b->density, b->n_items, bins, c->item_cost, m);
+  else if (b->learn_cost)
+    rc = hlb__density_init(&b->trial, b->n_items, bins, c->item_cost, m);
+  b->use_cost = b->density.n > 0;
+  /* The samples stored before this pass are in these costs' units (hlb_balancer_log_sample). */
+  b->given = !m ? GIVEN_NONE : c->item_cost_on_trial ? GIVEN_ON_TRIAL : GIVEN_WHOLE;
   return rc;
 }
 
@@ -238,6 +246,7 @@ void hlb_balancer_destroy(hlb_balancer *b) {
   free(b->log);
   hlb__density_fini(&b->density);
   hlb__density_fini(&b->learnt);
+  hlb__density_fini(&b->trial);
   free(b->obs);
   free(b);
 }
@@ -555,12 +564,39 @@ double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count
   return b->use_cost ? hlb__density_cost(&b->density, begin, count) : (double)count;
 }
 
-/* The density a run that sized blocks by count learnt (hlb_balancer_item_cost), kept in b (a
- * cache: the balancer is not shared between threads) so that logging every block costs one
- * learning. NULL when the run sized by cost, learnt nothing or could not. */
+/* Costs are trusted when their misfit to a pass's blocks is under this share of the counts'
+ * (hlb__density_misfit), over at least HLB_ITEM_COST_EVIDENCE blocks. A map learnt from the
+ * noise of uniform work fits the next pass no better than counts (0.96 to 150x their misfit in
+ * the executor's tests and the simulator's presets); irregular work clears it (the simulator's
+ * mandelbrot and segments maps 0.001-0.3, a 20x dearer quarter of the items on this 2-core
+ * machine 0.6, under the load of other tests). */
+#define HLB_ITEM_COST_TRUST 0.7
+#define HLB_ITEM_COST_EVIDENCE 6
+
+/* Whether the item costs this pass was given (whole, or their dear slices on trial) predicted
+ * its finished blocks better than their counts (hlb_balancer_item_cost_trusted), kept in b (a
+ * cache, recomputed when more blocks finished). The whole costs are scored: they are what a
+ * trusted pass sizes by. */
+static int costs_trusted(const hlb_balancer *cb) {
+  hlb_balancer *b = (hlb_balancer *)cb;
+  const hlb__density *given = b->trial.n ? &b->trial : &b->density;
+  if (!b->learn_cost || given->n == 0) return 0;
+  if (b->n_judged != b->n_obs) {
+    size_t n_map = 0, n_count = 0;
+    double map = hlb__density_misfit(b->n_items, b->n_pus, b->obs, b->n_obs, given, &n_map);
+    double count = hlb__density_misfit(b->n_items, b->n_pus, b->obs, b->n_obs, NULL, &n_count);
+    b->n_judged = b->n_obs;
+    b->trusted = n_map >= HLB_ITEM_COST_EVIDENCE && map < HLB_ITEM_COST_TRUST * count;
+  }
+  return b->trusted;
+}
+
+/* The density this pass learnt (hlb_balancer_item_cost), kept in b (a cache: the balancer is
+ * not shared between threads) so that logging every block costs one learning; NULL when it
+ * learnt nothing or could not. */
 static const hlb__density *learnt_density(const hlb_balancer *cb) {
   hlb_balancer *b = (hlb_balancer *)cb;
-  if (b->use_cost || !b->learn_cost || b->n_obs == 0) return NULL;
+  if (!b->learn_cost || b->n_obs == 0) return NULL;
   if (b->n_learnt != b->n_obs) {
     double *cost = malloc(HLB_ITEM_COST_SLICES * sizeof *cost);
     hlb__density_fini(&b->learnt);
@@ -574,14 +610,22 @@ static const hlb__density *learnt_density(const hlb_balancer *cb) {
   return b->learnt.n ? &b->learnt : NULL;
 }
 
+/* The costs a kept sample is measured in: those the next pass sizes its blocks by. Costs that
+ * predicted this pass size the next: this pass's own (when it sized by them) or what it
+ * learnt; others go on trial, and the next pass sizes by count. */
+static double sample_cost(const hlb_balancer *b, size_t begin, size_t count) {
+  /* A caller that learns nothing keeps the costs it gave for the next pass. */
+  if (!b->learn_cost) return b->use_cost ? hlb__density_cost(&b->density, begin, count) : count;
+  if (!costs_trusted(b)) return (double)count;
+  if (b->use_cost) return hlb__density_cost(&b->density, begin, count);
+  const hlb__density *learnt = learnt_density(b);
+  return learnt ? hlb__density_cost(learnt, begin, count) : (double)count;
+}
+
 int hlb_balancer_log_sample(const hlb_balancer *b, const hlb_decision *d, hlb_sample *out) {
   if (!b || !d || !out || d->outcome != HLB_OUTCOME_DONE) return 0;
   double cost = 0.0;
-  if (d->count) {
-    const hlb__density *learnt = learnt_density(b);
-    cost = learnt ? hlb__density_cost(learnt, d->begin, d->count)
-                  : hlb_balancer_range_cost(b, d->begin, d->count);
-  }
+  if (d->count) cost = sample_cost(b, d->begin, d->count);
   size_t count = !(cost >= 1.0) ? 1 : cost < 9e15 ? (size_t)llround(cost) : d->count;
   hlb_sample s = {.block = {.begin = d->begin, .count = d->count ? count : 0, .pu = d->pu},
                   .compute_s = d->compute_s,
@@ -622,6 +666,27 @@ int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsigned m) {
   if (!b->learn_cost)
     return hlb__error(HLB_EINVAL,
                       "hlb_balancer_item_cost: the balancer was created without learn_item_cost");
-  int rc = hlb__density_learn(b->n_items, b->n_pus, b->obs, b->n_obs, &b->density, out, m);
-  return rc;
+  /* Costs on trial that predicted this pass are what the earlier passes learnt, as costs
+   * that sized it would be; costs that did not are forgotten. */
+  const hlb__density *start = !costs_trusted(b) ? NULL : b->trial.n ? &b->trial : &b->density;
+  return hlb__density_learn(b->n_items, b->n_pus, b->obs, b->n_obs, start, out, m);
+}
+
+int hlb_balancer_item_cost_trusted(const hlb_balancer *b) {
+  return b && costs_trusted(b);
+}
+
+int hlb_balancer_items_measured(const hlb_balancer *b) {
+  return b->use_cost || (b->learn_cost && b->given == GIVEN_ON_TRIAL);
+}
+
+int hlb_balancer_samples_rescaled(const hlb_balancer *b) {
+  /* Samples kept after a pass without costs (a first run, another item count) change nothing:
+   * the ones stored before are of other items, or in the units a run without costs keeps. */
+  return b && b->learn_cost && b->given != GIVEN_NONE &&
+         b->given != (costs_trusted(b) ? GIVEN_WHOLE : GIVEN_ON_TRIAL);
+}
+
+int hlb_balancer_item_cost_on_trial(const hlb_balancer *b) {
+  return b && b->learn_cost && b->given == GIVEN_ON_TRIAL;
 }

@@ -49,6 +49,16 @@ struct hlb_balancer {
    * learnt, from the first n_learnt observations (recomputed when more came). */
   hlb__density learnt;
   size_t n_learnt;
+  /* Costs an earlier pass learnt that have not yet predicted a pass (item_cost_on_trial), or
+   * given to a policy that does not size by costs: whole, to be scored against this pass's
+   * blocks; empty otherwise. */
+  hlb__density trial;
+  /* hlb_balancer_item_cost_trusted from the first n_judged observations. */
+  int trusted;
+  size_t n_judged;
+  /* The costs given: none, on trial (blocks sized by count), trusted (blocks sized by them):
+   * the units of the samples the caller kept before this pass. */
+  enum { GIVEN_NONE, GIVEN_ON_TRIAL, GIVEN_WHOLE } given;
 };
 
 /* Resolve a policy name: `name`, else $HLB_POLICY, else HLB_POLICY_DEFAULT. "help" prints

@@ -20,6 +20,11 @@
 #define FLOOR 0.02
 /* Weight of the earlier passes' density against one slice fully covered by this pass's blocks. */
 #define PASS_WEIGHT 1.0
+/* Blocks of one PU it takes to score a density against counts (hlb__density_misfit). */
+#define MISFIT_MIN_BLOCKS 3
+/* A prediction counts as at least this share of the measured time (a line fitted through a
+ * PU's other blocks may predict nothing, or less, for a block). */
+#define MISFIT_FLOOR 1e-3
 
 unsigned hlb__density_bins(size_t n_items, size_t granularity) {
   size_t g = granularity ? granularity : 1;
@@ -257,4 +262,65 @@ int hlb__density_learn(size_t n_items, unsigned n_pus, const hlb__density_obs *o
   if (before) blend(out, before, den, m);
   free(before), free(ok), free(line), free(num), free(den);
   return 0;
+}
+
+/* ---- scoring a density against a pass's blocks ------------------------------------------ */
+
+/* Weighted sums of one PU's blocks for the line t = a + b * cost with weights 1 / t^2 (so
+ * the least squares minimise relative errors: a block of 1 ms mispredicted by 1 ms counts as
+ * much as one of 1 s by 1 s). */
+typedef struct rel_line {
+  size_t n;
+  double sw, sc, st, scc, sct; /* sums of w, w c, w t, w c^2, w c t */
+  double a, b;
+} rel_line;
+
+static void rel_line_add(rel_line *l, double c, double t) {
+  double w = 1.0 / (t * t);
+  l->n++;
+  l->sw += w, l->sc += w * c, l->st += w * t, l->scc += w * c * c, l->sct += w * c * t;
+}
+
+static void rel_line_fit(rel_line *l) {
+  double det = l->sw * l->scc - l->sc * l->sc;
+  l->b = det > 1e-12 * l->sw * l->scc ? (l->sw * l->sct - l->sc * l->st) / det
+                                      : (l->scc > 0 ? l->sct / l->scc : 0);
+  l->a = det > 1e-12 * l->sw * l->scc ? (l->st - l->b * l->sc) / l->sw : 0;
+}
+
+double hlb__density_misfit(size_t n_items, unsigned n_pus, const hlb__density_obs *obs,
+                           size_t n_obs, const hlb__density *d, size_t *n_scored) {
+  rel_line *line = calloc(n_pus ? n_pus : 1, sizeof *line);
+  unsigned char *skip = calloc(n_obs ? n_obs : 1, 1), *seen = calloc(n_pus ? n_pus : 1, 1);
+  static const hlb__density counts = {0};
+  if (!d) d = &counts;
+  *n_scored = 0;
+  if (!line || !skip || !seen) {
+    free(line), free(skip), free(seen);
+    return NAN;
+  }
+  for (size_t i = 0; i < n_obs; i++) {
+    /* Each PU's first block is left out: it pays for what a process sets up once (a GPU
+     * library's handle and kernels, an OpenCL compiler), which no map of the items explains. */
+    skip[i] = !obs_usable(&obs[i], n_items, n_pus) || !seen[obs[i].pu];
+    if (obs_usable(&obs[i], n_items, n_pus)) seen[obs[i].pu] = 1;
+    if (!skip[i])
+      rel_line_add(&line[obs[i].pu], hlb__density_cost(d, obs[i].begin, obs[i].count),
+                   obs[i].seconds);
+  }
+  for (unsigned p = 0; p < n_pus; p++)
+    rel_line_fit(&line[p]);
+  double sum = 0, seconds = 0;
+  for (size_t i = 0; i < n_obs; i++) {
+    const rel_line *l = &line[obs[i].pu];
+    /* Two blocks fit any line exactly: a PU scores from its third scored block on. */
+    if (skip[i] || l->n < MISFIT_MIN_BLOCKS) continue;
+    double pred = l->a + l->b * hlb__density_cost(d, obs[i].begin, obs[i].count);
+    double e = fmax(0.0, log(obs[i].seconds / fmax(pred, MISFIT_FLOOR * obs[i].seconds)));
+    sum += obs[i].seconds * e * e; /* weighed by the time at stake */
+    seconds += obs[i].seconds;
+    (*n_scored)++;
+  }
+  free(line), free(skip), free(seen);
+  return *n_scored ? sum / seconds : 0.0;
 }

@@ -68,4 +68,17 @@ size_t hlb__density_count_for_cost(const hlb__density *d, size_t begin, size_t m
 int hlb__density_learn(size_t n_items, unsigned n_pus, const hlb__density_obs *obs, size_t n_obs,
                        const hlb__density *start, double *out, unsigned m);
 
+/* How badly a density predicts a pass's finished blocks: each PU's least-squares line of time
+ * against the blocks' cost under d (NULL or empty: their counts), weighted for relative
+ * error, and the mean squared relative error of the blocks it was fitted to. A PU's first
+ * block is left out (set-up costs), and a PU scores only from its third block on (two fit
+ * any line). The error of a block is how far its time exceeds the prediction, on a log scale
+ * (ln(t / predicted), 0 when it took less): a block that ran longer than planned holds the
+ * others idle at the end, one that ran shorter only made a smaller block than it could have.
+ * *n_scored: the blocks scored (0: no evidence, and 0 returned). NaN without
+ * memory. Comparing a map's misfit with the counts' on blocks the map was not learnt from says
+ * whether the map predicts: a map learnt from noise fits its own pass, not the next. */
+double hlb__density_misfit(size_t n_items, unsigned n_pus, const hlb__density_obs *obs,
+                           size_t n_obs, const hlb__density *d, size_t *n_scored);
+
 #endif

@@ -776,7 +776,8 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
       desc[j].first_block = 1;
   }
   unsigned n_item_cost = 0;
-  const double *item_cost = hlb__exec_item_cost(models, n_items, &n_item_cost);
+  int trusted = 0;
+  const double *item_cost = hlb__exec_item_cost(models, n_items, &n_item_cost, &trusted);
   hlb_balancer_config cfg = {.n_items = n_items,
                              .granularity = r->opt.granularity,
                              .n_pus = nb,
@@ -788,6 +789,7 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
                              .n_prior = models->n_per_bpu,
                              .item_cost = item_cost,
                              .n_item_cost = n_item_cost,
+                             .item_cost_on_trial = !trusted,
                              .learn_item_cost = 1};
   int rc = hlb_balancer_create(&cfg, &r->b);
   free(desc);
@@ -828,6 +830,8 @@ static int fill_stats(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n_it
   snprintf(s->policy, sizeof s->policy, "%s", hlb_balancer_policy(r->b));
   s->n_items = n_items;
   s->item_costs_known = hlb_balancer_has_item_cost(r->b);
+  s->item_costs_on_trial = hlb_balancer_item_cost_on_trial(r->b);
+  s->item_costs_trusted = hlb_balancer_item_cost_trusted(r->b);
   s->n_pus = n;
   memcpy(s->pu, r->ex->pu, n * sizeof *s->pu);
   memcpy(s->per_pu, r->st, n * sizeof *s->per_pu);

@@ -152,7 +152,8 @@ void hlb__model_set_free(hlb__model_set *set) {
   memset(set, 0, sizeof *set);
 }
 
-int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n, size_t items) {
+int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n, size_t items,
+                             int trusted) {
   double *copy = NULL;
   if (n) {
     copy = malloc(n * sizeof *copy);
@@ -163,6 +164,7 @@ int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n
   set->item_cost = copy;
   set->n_item_cost = n;
   set->item_cost_items = n ? items : 0;
+  set->item_cost_trusted = n && trusted;
   return 0;
 }
 
@@ -217,13 +219,17 @@ static int read_samples(const cJSON *arr, hlb__model_set *set, const char *key) 
   return rc;
 }
 
-/* The optional "item_cost": {"items": N, "slices": [c, ...]}: 1 to HLB_ITEM_COST_SLICES
- * positive relative costs of equal slices of N items. 0 (set filled, or no such member), 1
- * when it is malformed (why says how), < 0 out of memory. */
+/* The optional "item_cost": {"items": N, "trusted": B, "slices": [c, ...]}: 1 to
+ * HLB_ITEM_COST_SLICES positive relative costs of equal slices of N items; B true when they
+ * predicted a run (absent: false, on trial, as costs written before trust was kept). 0 (set
+ * filled, or no such member), 1 when it is malformed (why says how), < 0 out of memory. */
 static int read_item_cost(const cJSON *ic, hlb__model_set *set, char *why, size_t cap) {
   if (!ic) return 0;
   const cJSON *items = cJSON_GetObjectItemCaseSensitive(ic, "items");
   const cJSON *slices = cJSON_GetObjectItemCaseSensitive(ic, "slices");
+  const cJSON *trusted = cJSON_GetObjectItemCaseSensitive(ic, "trusted");
+  if (trusted && !cJSON_IsBool(trusted))
+    return snprintf(why, cap, "corrupt: \"item_cost\" \"trusted\" is not true or false"), 1;
   if (!cJSON_IsNumber(items) || !(items->valuedouble >= 1 && items->valuedouble < 1e18) ||
       items->valuedouble != floor(items->valuedouble))
     return snprintf(why, cap, "corrupt: \"item_cost\" without a whole \"items\" count >= 1"), 1;
@@ -240,7 +246,8 @@ static int read_item_cost(const cJSON *ic, hlb__model_set *set, char *why, size_
       return snprintf(why, cap, "corrupt: \"item_cost\" slice %d is not a positive number", k), 1;
     v[k++] = e->valuedouble;
   }
-  return hlb__model_set_item_cost(set, v, (unsigned)k, (size_t)items->valuedouble);
+  return hlb__model_set_item_cost(set, v, (unsigned)k, (size_t)items->valuedouble,
+                                  cJSON_IsTrue(trusted));
 }
 
 /* 0 with the set filled; 1 when the file is not to be trusted (why says why); < 0 on
@@ -367,6 +374,7 @@ static cJSON *to_json(const hlb__model_set *set, const char *codelet_name) {
     cJSON *ic = cJSON_AddObjectToObject(root, "item_cost");
     if (ic) {
       cJSON_AddNumberToObject(ic, "items", (double)set->item_cost_items);
+      cJSON_AddBoolToObject(ic, "trusted", set->item_cost_trusted);
       cJSON_AddItemToObject(ic, "slices", cJSON_CreateDoubleArray(v, (int)n));
     }
   }
@@ -458,7 +466,8 @@ int hlb__model_write(const char *dir, const char *codelet_key, const char *codel
   }
   /* The newest item costs learnt stand (a run that learnt none leaves the stored ones). */
   if (rc == 0 && add->item_cost_learnt)
-    rc = hlb__model_set_item_cost(&merged, add->item_cost, add->n_item_cost, add->item_cost_items);
+    rc = hlb__model_set_item_cost(&merged, add->item_cost, add->n_item_cost, add->item_cost_items,
+                                  add->item_cost_trusted);
   cJSON *root = rc ? NULL : to_json(&merged, codelet_name);
   char *text = root ? cJSON_PrintUnformatted(root) : NULL;
   if (!rc && !text) rc = hlb__error(HLB_ENOMEM, "models: out of memory writing %s", path);
@@ -497,6 +506,7 @@ static int export_set(const hlb__model_set *set, hlb_stored_models *m) {
   m->n_pus = set->n_pu;
   m->item_cost_items = set->item_cost_items;
   m->item_cost_slices = set->n_item_cost;
+  m->item_cost_trusted = set->item_cost_trusted;
   for (unsigned i = 0; i < set->n_pu; i++) {
     hlb_stored_pu *p = &m->pus[i];
     snprintf(p->pu, sizeof p->pu, "%s", set->pu[i].key);

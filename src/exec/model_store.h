@@ -49,14 +49,18 @@ typedef struct hlb__model_set {
   double *item_cost;
   unsigned n_item_cost;
   size_t item_cost_items;
+  /* 1 when the run that learnt them found the costs before them predictive (its balancer's
+   * hlb_balancer_item_cost_trusted): a later run sizes by them; 0: they go on trial. */
+  int item_cost_trusted;
   /* In hlb__model_write's `add`: 1 when the run learnt its item costs (they replace the
    * file's), 0 when it learnt nothing of them (the file's stay). */
   int item_cost_learnt;
 } hlb__model_set;
 
-/* Keep (a copy of) n relative costs of equal slices of `items` items in set; n 0: none.
- * HLB_ENOMEM or 0. */
-int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n, size_t items);
+/* Keep (a copy of) n relative costs of equal slices of `items` items in set, trusted or on
+ * trial (item_cost_trusted); n 0: none. HLB_ENOMEM or 0. */
+int hlb__model_set_item_cost(hlb__model_set *set, const double *cost, unsigned n, size_t items,
+                             int trusted);
 
 /* The set's item costs when they are of n_items items (*n their count), else NULL. */
 const double *hlb__model_item_cost(const hlb__model_set *set, size_t n_items, unsigned *n);

@@ -57,7 +57,8 @@ static int copy_set(hlb__model_set *dst, const hlb__model_set *src) {
     int rc = hlb__model_append(dst, src->pu[i].key, src->pu[i].s, src->pu[i].n);
     if (rc) return rc;
   }
-  return hlb__model_set_item_cost(dst, src->item_cost, src->n_item_cost, src->item_cost_items);
+  return hlb__model_set_item_cost(dst, src->item_cost, src->n_item_cost, src->item_cost_items,
+                                  src->item_cost_trusted);
 }
 
 void hlb__exec_pu_key(const hlb_executor *ex, unsigned i, char *out, size_t cap) {
@@ -274,7 +275,9 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
     if (!rc && !isnan(changed[1])) rc = append_after_change(ex, b, log, n_log, bidx[j], j, fresh);
     if (rc) return rc;
     hlb__stored_pu *p = (hlb__stored_pu *)hlb__model_find(fresh, key);
-    p->replace = forgot[j];
+    /* Samples in other units than the stored ones (item costs newly trusted, or found
+     * wanting) replace them too: one curve is never fitted to counts and costs at once. */
+    p->replace = forgot[j] || hlb_balancer_samples_rescaled(b);
     /* Released in this run (not before it): later runs leave the device out from the start. */
     if (ex->released[bidx[j]])
       copy_text(p->released, sizeof p->released, ex->release_reason[bidx[j]]);
@@ -310,7 +313,7 @@ static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__mode
    * from the file: hlb__model_write). A run that learnt nothing leaves the last ones. */
   if (fresh->item_cost_learnt)
     return hlb__model_set_item_cost(&e->set, fresh->item_cost, fresh->n_item_cost,
-                                    fresh->item_cost_items);
+                                    fresh->item_cost_items, fresh->item_cost_trusted);
   return 0;
 }
 
@@ -321,7 +324,8 @@ static int learn_item_cost(const hlb_balancer *b, size_t n_items, hlb__model_set
   if (!cost) return hlb__error(HLB_ENOMEM, "models: out of memory");
   int rc = 0;
   if (hlb_balancer_item_cost(b, cost, HLB_ITEM_COST_SLICES) == 0) {
-    rc = hlb__model_set_item_cost(fresh, cost, HLB_ITEM_COST_SLICES, n_items);
+    rc = hlb__model_set_item_cost(fresh, cost, HLB_ITEM_COST_SLICES, n_items,
+                                  hlb_balancer_item_cost_trusted(b));
     fresh->item_cost_learnt = rc == 0;
   } else {
     hlb_clear_error();
@@ -362,8 +366,11 @@ void hlb__exec_models_free(hlb__exec_models *m) {
   memset(m, 0, sizeof *m);
 }
 
-const double *hlb__exec_item_cost(const hlb__exec_models *m, size_t n_items, unsigned *n) {
-  return hlb__model_item_cost(&m->priors, n_items, n);
+const double *hlb__exec_item_cost(const hlb__exec_models *m, size_t n_items, unsigned *n,
+                                  int *trusted) {
+  const double *c = hlb__model_item_cost(&m->priors, n_items, n);
+  *trusted = c && m->priors.item_cost_trusted;
+  return c;
 }
 
 void hlb__exec_memo_free(hlb_executor *ex) {

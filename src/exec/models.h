@@ -57,8 +57,9 @@ void hlb__exec_models_end(hlb_executor *ex, const hlb_codelet *cl, hlb__exec_mod
 
 /* The item cost density the run starts from: what the executor's last run of this codelet
  * learnt, else (READ) what the stored file keeps, when it was of n_items items too (*n values),
- * else NULL. */
-const double *hlb__exec_item_cost(const hlb__exec_models *m, size_t n_items, unsigned *n);
+ * else NULL; *trusted: whether they predicted the run that learnt them (else on trial). */
+const double *hlb__exec_item_cost(const hlb__exec_models *m, size_t n_items, unsigned *n,
+                                  int *trusted);
 
 void hlb__exec_models_free(hlb__exec_models *m);
 void hlb__exec_memo_free(hlb_executor *ex);

@@ -300,9 +300,11 @@ static int shaped(const hpu *q) {
  * the block: a transfer that queued behind other senders on a shared link is no item's cost
  * (Boinski's Jacobi systems, 2 MB each: a 20-system block took 110 s against 49 s predicted).
  * With item costs the curve is in costs that explain them, and the flag stays off (see
- * guarded_size). */
+ * guarded_size); so it does in a pass whose item costs are on trial: the items were measured
+ * before, and on an H100 host's sub-millisecond blocks the flag read scheduling noise as uneven
+ * items: k-means and spmv runs of 2 000-22 000 blocks, 4-50x the runs sized by costs. */
 static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
-  if (hlb_balancer_has_item_cost(h->ctx->balancer) || !(s->compute_s >= s->transfer_s)) return;
+  if (hlb_balancer_items_measured(h->ctx->balancer) || !(s->compute_s >= s->transfer_s)) return;
   if (beyond_band(h, q)) q->uneven = 1;
 }
 
@@ -350,10 +352,12 @@ static void find_best_block(hlbp *h, unsigned p) {
   hpu *q = &h->pu[p];
   q->ycap = 0.0;
   double slack = h->prm[P_BEST_SLACK], g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
-  /* Off when blocks are sized by an item cost density (a later pass): the density smears a
-   * spike over the block that measured it, and its blocks' time per cost then rises with size
-   * for no superlinear reason (random spikes, pass 3: 1.055 x the bound with the cap). */
-  if (!(h->prm[P_BEST] > 0) || hlb_balancer_has_item_cost(h->ctx->balancer)) return;
+  /* Off in a later pass over the same items (hlb_balancer_items_measured): an item cost
+   * density smears a spike over the block that measured it, and its blocks' time per cost then
+   * rises with size for no superlinear reason (random spikes, pass 3: 1.055 x the bound with
+   * the cap); with the density on trial (sized by count) the same, and on uniform work the
+   * trial keeps the pass as the runs that sized by a density of noise were. */
+  if (!(h->prm[P_BEST] > 0) || hlb_balancer_items_measured(h->ctx->balancer)) return;
   int b = -1;
   for (int k = 0; k < BINS; k++)
     if (q->bin_n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;
@@ -680,7 +684,7 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
    * predicted at 45 s; they took 485 s (`hlb sim irregular-2machines-spikes --passes 3
    * --remember`, seed 230: 2.44 x the bound). */
   int runs_misses =
-      h->run_miss.n >= 2 && (!hlb_balancer_has_item_cost(h->ctx->balancer) || q->forgot);
+      h->run_miss.n >= 2 && (!hlb_balancer_items_measured(h->ctx->balancer) || q->forgot);
   if (!(h->prm[P_TAIL] > 0) || (q->miss.n < 2 && !runs_misses) || !h->planned ||
       hlb__plb_alive(h->ctx) < 2)
     return INFINITY;
@@ -881,8 +885,8 @@ static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
   if (pu >= h->n || !hlb__plb_sample_ok(s)) return;
   learn(h, pu, s, 1, 0);
   h->pu[pu].priors++;
-  /* Only a run without item costs checks them (check_prior_fit). */
-  if (!hlb_balancer_has_item_cost(h->ctx->balancer))
+  /* Only a run of items not measured before checks them (check_prior_fit). */
+  if (!hlb_balancer_items_measured(h->ctx->balancer))
     keep_prior(&h->pu[pu], hlb__plb_sample_x(s), hlb__plb_sample_s(s));
 }
 

@@ -70,9 +70,10 @@ typedef struct sim {
   size_t slice_cap;
   const double *item_cost; /* the previous pass's density (passes > 1) */
   unsigned n_item_cost;
-  double *learn;      /* n_item_cost slots for this pass's density, or NULL */
-  unsigned *held;     /* per cpu PU: cores its unreleased driver-core PUs hold (NULL: none) */
-  struct memory *mem; /* hlb_sim_options.remember: the earlier passes' samples, or NULL */
+  int item_cost_on_trial; /* it did not predict the pass that learnt it: scored, not used */
+  double *learn;          /* n_item_cost slots for this pass's density, or NULL */
+  unsigned *held;         /* per cpu PU: cores its unreleased driver-core PUs hold (NULL: none) */
+  struct memory *mem;     /* hlb_sim_options.remember: the earlier passes' samples, or NULL */
 } sim;
 
 /* What the passes remember of each other (hlb_sim_options.remember): per PU the newest
@@ -115,6 +116,9 @@ static void memory_add(memory *m, const hlb_balancer *b, const hlb_sim_result *r
     m->gone[r->released[k].pu] = r->released[k];
   const hlb_decision *log = NULL;
   size_t n_log = hlb_balancer_log(b, &log);
+  /* Samples in other units than those remembered (item costs newly trusted, or found wanting)
+   * replace them, as the executor's do. */
+  if (hlb_balancer_samples_rescaled(b)) memset(m->n, 0, n_pus * sizeof *m->n);
   for (size_t k = 0; k < n_log; k++) {
     const hlb_decision *e = &log[k];
     hlb_sample kept;
@@ -549,6 +553,7 @@ static int make_balancer(sim *s) {
                              .params = o->params,
                              .item_cost = s->item_cost,
                              .n_item_cost = s->n_item_cost,
+                             .item_cost_on_trial = s->item_cost_on_trial,
                              .learn_item_cost = s->learn != NULL,
                              .keep_log = s->mem != NULL,
                              .prior = s->mem ? s->mem->each : NULL,
@@ -655,16 +660,27 @@ static void free_state(sim *s) {
   hlb_balancer_destroy(s->b);
 }
 
-/* One pass; `prior` (or NULL) is the previous pass's density, `learn` (or NULL) receives this
- * one's, both of m slices. */
-static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const double *prior,
-                    double *learn, unsigned m, memory *mem, hlb_sim_result **out) {
+/* The item costs passed from one pass to the next: m slices (cost), and whether the pass that
+ * handed them on found the costs it was given predictive (hlb_balancer_item_cost_trusted);
+ * costs not yet found so go on trial, as the executor's do. */
+typedef struct pass_costs {
+  double *cost;
+  unsigned m;
+  int known, trusted;
+} pass_costs;
+
+/* One pass; `prior` (or NULL) is the previous pass's costs, `learn` (or NULL) receives this
+ * one's. */
+static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const pass_costs *prior,
+                    pass_costs *learn, memory *mem, hlb_sim_result **out) {
+  int given = prior && prior->known;
   sim s = {.c = c,
            .opt = opt,
            .sigma = opt->no_noise ? 0.0 : c->noise_sigma,
-           .item_cost = prior,
-           .n_item_cost = prior ? m : 0,
-           .learn = learn,
+           .item_cost = given ? prior->cost : NULL,
+           .n_item_cost = given ? prior->m : 0,
+           .item_cost_on_trial = given && !prior->trusted,
+           .learn = learn ? learn->cost : NULL,
            .mem = mem};
   int rc = alloc_result(&s);
   if (rc == 0) rc = alloc_state(&s);
@@ -680,7 +696,11 @@ static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const doub
   }
   if (rc == 0) rc = run_loop(&s);
   if (rc == 0) finish_result(&s);
-  if (rc == 0 && learn) rc = hlb_balancer_item_cost(s.b, learn, m);
+  if (rc == 0 && learn) {
+    learn->trusted = hlb_balancer_item_cost_trusted(s.b);
+    rc = hlb_balancer_item_cost(s.b, learn->cost, learn->m);
+    learn->known = rc == 0;
+  }
   if (rc == 0 && mem) memory_add(mem, s.b, s.r, c->n_pus);
   free_state(&s);
   if (rc) {
@@ -695,8 +715,15 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
   int rc = check_options(c, opt);
   if (rc) return rc;
   unsigned passes = opt->passes ? opt->passes : 1, m = HLB_ITEM_COST_SLICES;
-  double *cost = passes > 1 ? malloc(m * sizeof *cost) : NULL;
-  if (passes > 1 && !cost) return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  /* Two buffers: a pass reads what the one before learnt and learns its own (the measured
+   * pass too: costs on trial are scored only by a pass that learns). */
+  pass_costs costs[2] = {{.m = m}, {.m = m}};
+  for (int i = 0; passes > 1 && i < 2; i++)
+    if (!(costs[i].cost = malloc(m * sizeof *costs[i].cost))) rc = HLB_ENOMEM;
+  if (rc) {
+    free(costs[0].cost), free(costs[1].cost);
+    return hlb__error(HLB_ENOMEM, "sim: out of memory");
+  }
   memory mem = {0}, *remember = NULL;
   if (opt->remember && passes > 1) {
     rc = memory_init(&mem, c->n_pus);
@@ -704,18 +731,20 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
   }
   hlb_sim_options o = *opt;
   /* What a pass after the first starts from: the item costs the pass before it learnt. */
-  const double *start = opt->no_item_costs ? NULL : cost;
   for (unsigned k = 1; rc == 0 && k < passes; k++) { /* the passes before the measured one */
     hlb_sim_result *r = NULL;
     o.seed = opt->seed + k - 1;
     o.keep_trace = 0;
-    rc = run_pass(c, &o, k > 1 ? start : NULL, cost, m, remember, &r);
+    pass_costs *before = k > 1 && !opt->no_item_costs ? &costs[k % 2] : NULL;
+    rc = run_pass(c, &o, before, &costs[(k + 1) % 2], remember, &r);
     hlb_sim_result_free(r);
   }
   o.seed = opt->seed + passes - 1;
   o.keep_trace = opt->keep_trace;
-  if (rc == 0) rc = run_pass(c, &o, passes > 1 ? start : NULL, NULL, m, remember, out);
-  free(cost);
+  pass_costs *before = passes > 1 && !opt->no_item_costs ? &costs[passes % 2] : NULL;
+  if (rc == 0)
+    rc = run_pass(c, &o, before, passes > 1 ? &costs[(passes + 1) % 2] : NULL, remember, out);
+  free(costs[0].cost), free(costs[1].cost);
   memory_free(&mem);
   return rc;
 }

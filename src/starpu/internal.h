@@ -66,11 +66,13 @@ hlb__sp_block *hlb__sp_current(void);
 void hlb__sp_task_done(void *arg); /* the tasks' callback */
 
 /* hlb_starpu_memory (memory.c): the priors of the run's workers (pointers into the memory),
- * the item costs learnt over n_items (or NULL), and after a run its samples and item costs
+ * the item costs learnt over n_items (or NULL; *trusted: they predicted the run that learnt
+ * them, else they go on trial), and after a run its samples and item costs
  * (forgot[p]: 1 when PU p's priors were forgotten, its old samples dropped). */
 void hlb__sp_memory_priors(const hlb_starpu_memory *m, const int *ids, unsigned n_pus,
                            const hlb_sample **prior, size_t *n_prior);
-const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items, unsigned *n);
+const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items, unsigned *n,
+                                       int *trusted);
 int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *ids, unsigned n_pus,
                         size_t n_items, int *forgot);
 /* 1 when a run of these workers starts from samples read from a model file

@@ -29,6 +29,7 @@ struct hlb_starpu_memory {
   unsigned n_item_cost;   /* 0: none known */
   size_t item_cost_items; /* of how many items */
   int item_cost_fresh;    /* learnt by a run since the file was read or saved */
+  int item_cost_trusted;  /* they predicted a run (else on trial: hlb_balancer_item_cost_trusted) */
 };
 
 int hlb_starpu_memory_create(hlb_starpu_memory **out) {
@@ -52,9 +53,11 @@ void hlb__sp_memory_priors(const hlb_starpu_memory *m, const int *ids, unsigned 
   }
 }
 
-const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items, unsigned *n) {
+const double *hlb__sp_memory_item_cost(const hlb_starpu_memory *m, size_t n_items, unsigned *n,
+                                       int *trusted) {
   int match = m->n_item_cost && m->item_cost_items == n_items;
   *n = match ? m->n_item_cost : 0;
+  *trusted = match && m->item_cost_trusted;
   return match ? m->item_cost : NULL;
 }
 
@@ -92,8 +95,11 @@ int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *
     /* The policy forgot the priors (its first blocks contradicted them): so does the memory. */
     size_t primed = hlb_balancer_primed(b, p);
     forgot[p] = primed > 0 && hlb_model_clears(hlb_balancer_model(b, p)) > 0;
-    if (forgot[p]) m->replace[ids[p]] = 1;
-    rc = append(m, ids[p], s, n, forgot[p]);
+    /* Samples in other units than the kept ones (item costs newly trusted, or found wanting)
+     * replace them too, as forgotten priors do. */
+    int replace = forgot[p] || hlb_balancer_samples_rescaled(b);
+    if (replace) m->replace[ids[p]] = 1;
+    rc = append(m, ids[p], s, n, replace);
   }
   free(s);
   /* A run without a usable block leaves nothing to learn of the items' costs: the last ones
@@ -105,6 +111,7 @@ int hlb__sp_memory_keep(hlb_starpu_memory *m, const hlb_balancer *b, const int *
       m->n_item_cost = HLB_ITEM_COST_SLICES;
       m->item_cost_items = n_items;
       m->item_cost_fresh = 1;
+      m->item_cost_trusted = hlb_balancer_item_cost_trusted(b);
     } else {
       hlb_clear_error();
     }
@@ -186,6 +193,7 @@ int hlb_starpu_memory_load(hlb_starpu_memory *m, const hlb_codelet *cl, const hl
     memcpy(m->item_cost, set.item_cost, set.n_item_cost * sizeof *m->item_cost);
     m->n_item_cost = set.n_item_cost;
     m->item_cost_items = set.item_cost_items;
+    m->item_cost_trusted = set.item_cost_trusted;
   }
   hlb__model_set_free(&set);
   if (!rc) hlb__model_path(path, key, m->file, sizeof m->file);
@@ -205,7 +213,8 @@ int hlb_starpu_memory_save(hlb_starpu_memory *m, const hlb_codelet *cl, const hl
     if (!rc) ((hlb__stored_pu *)hlb__model_find(&add, wkey))->replace = m->replace[id];
   }
   if (!rc && m->item_cost_fresh) {
-    rc = hlb__model_set_item_cost(&add, m->item_cost, m->n_item_cost, m->item_cost_items);
+    rc = hlb__model_set_item_cost(&add, m->item_cost, m->n_item_cost, m->item_cost_items,
+                                  m->item_cost_trusted);
     add.item_cost_learnt = rc == 0;
   }
   if (!rc && (add.n_pu || add.item_cost_learnt)) rc = hlb__model_write(path, key, cl->name, &add);

@@ -515,7 +515,9 @@ static int make_balancer(run *r) {
     r->from_file = hlb__sp_memory_from_file(mem, r->ids, r->n_pus);
     cfg.prior = r->prior;
     cfg.n_prior = r->n_prior;
-    cfg.item_cost = hlb__sp_memory_item_cost(mem, r->n_items, &cfg.n_item_cost);
+    int trusted = 0;
+    cfg.item_cost = hlb__sp_memory_item_cost(mem, r->n_items, &cfg.n_item_cost, &trusted);
+    cfg.item_cost_on_trial = !trusted;
   }
   if (!rc) rc = hlb_balancer_create(&cfg, &r->b);
   free(pus);
@@ -586,6 +588,8 @@ static int fill_stats(run *r, hlb_starpu_stats *out) {
     s->solver_s = hlb_balancer_solver_seconds(r->b);
     fill_models(r, s);
     s->item_costs_known = hlb_balancer_has_item_cost(r->b);
+    s->item_costs_on_trial = hlb_balancer_item_cost_on_trial(r->b);
+    s->item_costs_trusted = hlb_balancer_item_cost_trusted(r->b);
     for (unsigned p = 0; p < r->n_pus; p++) {
       s->per_pu[p].prior_samples = hlb_balancer_primed(r->b, p);
       s->per_pu[p].priors_forgotten = r->forgot[p];

@@ -76,7 +76,8 @@ static void print_list(const hlb_stored_models *list, size_t n, const char *dir,
     printf("  %-28s %u PU%s, %zu samples", f->key, f->n_pus, f->n_pus == 1 ? "" : "s",
            samples_of(f));
     if (f->item_cost_slices)
-      printf(", item costs of %zu items (%u slices)", f->item_cost_items, f->item_cost_slices);
+      printf(", item costs of %zu items (%u slices, %s)", f->item_cost_items, f->item_cost_slices,
+             f->item_cost_trusted ? "trusted" : "on trial");
     printf("\n");
     for (unsigned p = 0; show && p < f->n_pus; p++) {
       const hlb_stored_pu *u = &f->pus[p];
@@ -111,6 +112,7 @@ static void print_json(const hlb_stored_models *list, size_t n, const char *dir)
     if (list[i].item_cost_slices) {
       cJSON_AddNumberToObject(f, "item_cost_items", (double)list[i].item_cost_items);
       cJSON_AddNumberToObject(f, "item_cost_slices", list[i].item_cost_slices);
+      cJSON_AddBoolToObject(f, "item_cost_trusted", list[i].item_cost_trusted);
     }
     cJSON_AddItemToObject(f, "pus", pus);
     for (unsigned p = 0; p < list[i].n_pus; p++) {

@@ -277,6 +277,11 @@ static void print_models(const hlb_exec_stats *s) {
     if (s->per_pu[i].priors_forgotten)
       printf("; %s's stored samples mispredicted, forgotten", s->pu[i].name);
   if (s->item_costs_known) printf("; blocks sized by the item costs an earlier run learnt");
+  if (s->item_costs_on_trial)
+    printf("; item costs an earlier run learnt on trial (blocks sized by count)");
+  if (s->item_costs_known || s->item_costs_on_trial)
+    printf("; they %s this run's blocks better than counts",
+           s->item_costs_trusted ? "predicted" : "did not predict");
   printf("\n");
   if (s->model_error[0]) fprintf(stderr, "hlb run: warning: %s\n", s->model_error);
 }
@@ -383,6 +388,8 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
   cJSON_AddStringToObject(o, "models", s->models_from == HLB_MODELS_STORED ? "stored" : "trained");
   if (s->model_file[0]) cJSON_AddStringToObject(o, "model_file", s->model_file);
   cJSON_AddBoolToObject(o, "item_costs_known", s->item_costs_known);
+  cJSON_AddBoolToObject(o, "item_costs_on_trial", s->item_costs_on_trial);
+  cJSON_AddBoolToObject(o, "item_costs_trusted", s->item_costs_trusted);
   if (s->model_error[0]) cJSON_AddStringToObject(o, "model_error", s->model_error);
   double im = imbalance_pct(s);
   if (isfinite(im))

@@ -108,27 +108,28 @@ static void untrusted_files_read_empty(void **st) {
   assert_int_equal(stored("bad-1", "cpu", NULL), 4);
 }
 
-/* Write item costs (n slices over `items` items: 1, 2, ... n) or, with n 0, a run that learnt
- * none, together with one sample. */
-static void write_item_cost(const char *codelet, unsigned n, size_t items) {
+/* Write item costs (n slices over `items` items: 1, 2, ... n; trusted or on trial) or, with n
+ * 0, a run that learnt none, together with one sample. */
+static void write_item_cost(const char *codelet, unsigned n, size_t items, int trusted) {
   hlb__model_set add = {0};
   hlb_sample s = sample(10, 0.1);
   assert_int_equal(hlb__model_append(&add, "cpu", &s, 1), 0);
   double cost[16];
   for (unsigned k = 0; k < n; k++)
     cost[k] = 1.0 + k + 1.0 / 3.0; /* not exact in four digits */
-  if (n) assert_int_equal(hlb__model_set_item_cost(&add, cost, n, items), 0);
+  if (n) assert_int_equal(hlb__model_set_item_cost(&add, cost, n, items, trusted), 0);
   add.item_cost_learnt = n > 0; /* as a run that learnt them (or none) writes */
   assert_int_equal(hlb__model_write(dir, codelet, "test", &add), 0);
   hlb__model_set_free(&add);
 }
 
-/* Item costs round-trip (to four significant digits) for the item count they were learnt over;
- * a run that learnt none leaves them, a newer one replaces them; the listing shows them; a
- * malformed "item_cost" makes the file untrusted. */
+/* Item costs round-trip (to four significant digits, and whether they are trusted) for the
+ * item count they were learnt over; a run that learnt none leaves them, a newer one replaces
+ * them; the listing shows them; costs written without "trusted" are on trial; a malformed
+ * "item_cost" makes the file untrusted. */
 static void item_costs_round_trip(void **st) {
   (void)st;
-  write_item_cost("ic-1", 4, 2048);
+  write_item_cost("ic-1", 4, 2048, 1);
   hlb__model_set set;
   assert_int_equal(hlb__model_read(dir, "ic-1", &set), 0);
   unsigned n = 0;
@@ -140,26 +141,39 @@ static void item_costs_round_trip(void **st) {
   for (unsigned k = 0; k < 4; k++)
     assert_true(fabs(c[k] - (1.0 + k + 1.0 / 3.0)) < 1e-3 * c[k]);
   assert_int_equal(set.item_cost_learnt, 0);
+  assert_int_equal(set.item_cost_trusted, 1);
   hlb__model_set_free(&set);
-  write_item_cost("ic-1", 0, 0); /* learnt nothing */
+  write_item_cost("ic-1", 0, 0, 0); /* learnt nothing */
   assert_int_equal(hlb__model_read(dir, "ic-1", &set), 0);
   assert_int_equal(set.n_item_cost, 4);
+  assert_int_equal(set.item_cost_trusted, 1);
   assert_int_equal(set.pu[0].n, 2);
   hlb__model_set_free(&set);
-  write_item_cost("ic-1", 2, 512);
+  write_item_cost("ic-1", 2, 512, 0);
   hlb_stored_models *list = NULL;
   size_t nl = 0;
   assert_int_equal(hlb_models_list(dir, &list, &nl), 0);
   int found = 0;
   for (size_t i = 0; i < nl; i++)
     if (!strcmp(list[i].key, "ic-1"))
-      found = list[i].item_cost_items == 512 && list[i].item_cost_slices == 2;
+      found = list[i].item_cost_items == 512 && list[i].item_cost_slices == 2 &&
+              list[i].item_cost_trusted == 0;
   hlb_models_list_free(list, nl);
   assert_true(found);
   char path[1024], key[17];
   assert_int_equal(hlb__model_path(dir, "ic-1", path, sizeof path), 0);
   hlb__model_host(key, NULL, 0);
-  const char *bad[] = {"{\"items\": 0, \"slices\": [1]}",
+  char old[512], why_old[256] = "";
+  snprintf(old, sizeof old,
+           "{\"hlb_models\": 1, \"host\": \"%s\", \"item_cost\": {\"items\": 8, \"slices\": "
+           "[1, 2]}, \"pus\": [{\"pu\": \"cpu\", \"samples\": [[1, 0.1, 0]]}]}",
+           key);
+  assert_int_equal(hlb__model_parse(old, &set, why_old, sizeof why_old), 0);
+  assert_int_equal(set.n_item_cost, 2);
+  assert_int_equal(set.item_cost_trusted, 0); /* written before trust was kept: on trial */
+  hlb__model_set_free(&set);
+  const char *bad[] = {"{\"items\": 8, \"trusted\": 1, \"slices\": [1]}",
+                       "{\"items\": 0, \"slices\": [1]}",
                        "{\"items\": 2.5, \"slices\": [1]}",
                        "{\"items\": 8, \"slices\": []}",
                        "{\"items\": 8, \"slices\": [1, -2]}",
