@@ -68,6 +68,10 @@ typedef struct hlb_cluster {
   hlb_cluster_event *events;            /* sorted by at_s (stable) */
   double item_in_bytes, item_out_bytes; /* bytes sent to and from a PU per item */
   double noise_sigma; /* lognormal sigma of per-block compute noise in the simulator; 0 = none */
+  /* Mean of an exponential delay added to every block's compute in the simulator, whatever its
+   * size: a busy host's scheduling delays (threads waiting for a core), which a 10 us block
+   * meets as often as a 10 ms one. 0 = none. */
+  double host_jitter_s;
   /* How an item's cost varies along the index ("cost_map"): weight of each of cost_slices
    * equal slices of the items, mean 1; cost_prefix[k] = sum of the first k weights.
    * cost_slices 0: every item costs the same. Use hlb_cluster_range_cost(). */

@@ -31,7 +31,7 @@ typedef struct hlb_sim_options {
   const char *params; /* policy parameters "k=v,..."; NULL for defaults */
   uint64_t seed;      /* noise stream; the same seed gives the same run */
   int keep_trace;     /* record every block's slices for hlb_sim_write_trace() */
-  int no_noise;       /* 1: ignore the cluster's noise_sigma (each block takes its true time) */
+  int no_noise;       /* 1: ignore the cluster's noise_sigma and host_jitter_s (true times) */
   int no_events;      /* 1: ignore the cluster's slowdown and fail events */
   /* Passes over the same items (0 or 1: one). Each pass after the first starts from the item
    * cost density the previous one learnt (hlb_balancer_item_cost), as an iterative code's

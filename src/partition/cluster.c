@@ -423,8 +423,8 @@ static int size_nodes(const hlb__jctx *c, const cJSON *nodes, hlb_cluster *cl) {
 }
 
 static int read_cluster(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) {
-  static const char *const known[] = {"comment", "nodes",    "item", "noise_sigma",
-                                      "events",  "cost_map", NULL};
+  static const char *const known[] = {"comment", "nodes",    "item",          "noise_sigma",
+                                      "events",  "cost_map", "host_jitter_s", NULL};
   int rc = check_object(c, root, "", known);
   const cJSON *nodes = NULL;
   if (!rc) rc = hlb__json_array(c, root, "", "nodes", 1, &nodes);
@@ -443,6 +443,8 @@ static int read_cluster(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) 
   if (!rc) rc = read_driver_cores(c, nodes, cl);
   if (!rc) rc = read_item(c, root, cl);
   if (!rc) rc = hlb__json_number(c, root, "", "noise_sigma", 0, 0.0, 0, DBL_MAX, &cl->noise_sigma);
+  if (!rc)
+    rc = hlb__json_number(c, root, "", "host_jitter_s", 0, 0.0, 0, DBL_MAX, &cl->host_jitter_s);
   if (!rc) rc = read_events(c, root, cl);
   if (!rc) rc = hlb__cost_map_read(c, root, cl);
   return rc;

@@ -64,7 +64,7 @@ typedef struct sim {
   double *node_in_free, *node_out_free; /* when each node's link is next free */
   unsigned *waiters;                    /* PUs told HLB_WAIT, in the order they were told */
   unsigned n_waiters;
-  double sigma;
+  double sigma, jitter; /* the cluster's noise_sigma and host_jitter_s, 0 under no_noise */
   double now;
   hlb_sim_result *r;
   size_t slice_cap;
@@ -161,6 +161,13 @@ static double noise(sim *s, unsigned p) {
   return exp(s->sigma * hlb__rng_normal(&s->pu[p].rng) - 0.5 * s->sigma * s->sigma);
 }
 
+/* The host's scheduling delay for one block: exponential of mean host_jitter_s (drawn only
+ * when there is jitter, so clusters without it keep their noise streams). */
+static double jitter(sim *s, unsigned p) {
+  if (s->jitter <= 0) return 0.0;
+  return -s->jitter * log(1.0 - hlb__rng_uniform(&s->pu[p].rng));
+}
+
 /* Start block blk on p at s->now: reserve the node's inbound link, schedule compute end. */
 static int start_block(sim *s, unsigned p, const hlb_block *blk) {
   const hlb_cluster *c = s->c;
@@ -190,7 +197,7 @@ static int start_block(sim *s, unsigned p, const hlb_block *blk) {
     ps->cores_now = cp->cores - s->held[p];
     f *= (double)cp->cores / ps->cores_now;
   }
-  ps->c_end = ps->in_end + f * noise(s, p) * ps->c_slow;
+  ps->c_end = ps->in_end + f * noise(s, p) * ps->c_slow + jitter(s, p);
   return hlb__evq_push(&s->q, ps->c_end, p, ps->gen, EV_COMPUTE_END);
 }
 
@@ -677,6 +684,7 @@ static int run_pass(const hlb_cluster *c, const hlb_sim_options *opt, const pass
   sim s = {.c = c,
            .opt = opt,
            .sigma = opt->no_noise ? 0.0 : c->noise_sigma,
+           .jitter = opt->no_noise ? 0.0 : c->host_jitter_s,
            .item_cost = given ? prior->cost : NULL,
            .n_item_cost = given ? prior->m : 0,
            .item_cost_on_trial = given && !prior->trusted,

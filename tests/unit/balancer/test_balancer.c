@@ -712,7 +712,7 @@ static void kept_samples_are_sized_by_cost(void **state) {
 }
 
 /* One pass of the hlb policy over n items on 2 PUs (PU 1 twice as slow), each block's time
- * 1e-4 s plus per item `cost(i)` x 1e-6 s (x 2 on PU 1) times a seeded noise of +-5 %; given
+ * 10 ms plus per item `cost(i)` x 0.1 ms (x 2 on PU 1) times a seeded noise of +-5 %; given
  * item costs (or NULL) on trial or not. Returns the balancer, its log kept, learning costs. */
 static hlb_balancer *costed_pass(size_t n, double (*cost)(size_t, size_t), const double *given,
                                  int on_trial, unsigned seed) {
@@ -742,7 +742,7 @@ static hlb_balancer *costed_pass(size_t n, double (*cost)(size_t, size_t), const
         work += cost(i, n);
       rng = rng * 6364136223846793005ul + 1442695040888963407ul;
       double noise = 0.95 + 0.1 * (double)(rng >> 11) / 9007199254740992.0;
-      took[p] = (1e-4 + work * 1e-6 * (p ? 2.0 : 1.0)) * noise;
+      took[p] = (1e-2 + work * 1e-4 * (p ? 2.0 : 1.0)) * noise;
       t[p] += took[p];
       busy[p] = 1;
     } else if (rc == HLB_DONE) {
@@ -791,7 +791,7 @@ static void kept_samples_follow_the_costs_the_next_pass_sizes_by(void **state) {
       if (!hlb_balancer_log_sample(b, &log[k], &kept)) continue;
       double ratio = pass ? (log[k].begin + log[k].count <= n / 2 ? 1.5 : 0.5) : 1.0;
       if (pass && log[k].begin < n / 2 && log[k].begin + log[k].count > n / 2) continue;
-      /* Blocks whose time is mostly the fixed 0.1 ms: their items' learnt cost is the noise. */
+      /* Blocks whose time is mostly the fixed 10 ms: their items' learnt cost is the noise. */
       if (pass && log[k].count < 500) continue;
       kept_n++;
       double want = ratio * (double)log[k].count;

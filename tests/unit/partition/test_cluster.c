@@ -78,6 +78,7 @@ static void every_field_is_read(void **state) {
   assert_true(c->pus[2].link.latency_s == 0 && isinf(c->pus[2].link.bandwidth_Bps));
   assert_true(c->pus[1].node == 1 && c->pus[2].node == 1);
   assert_true(c->noise_sigma == 0.1);
+  assert_true(c->host_jitter_s == 0); /* not given: no host delays */
   /* Events sorted by time, ties in file order. */
   assert_int_equal(c->n_events, 3);
   assert_true(c->events[0].at_s == 2 && c->events[0].pu == 1);
@@ -136,6 +137,10 @@ static const bad_case bad_cases[] = {
      "t.json: item: required member is missing"},
     {"\"out_bytes\": 0", "\"out_bytes\": -1", "item.out_bytes: must be in [0,"},
     {"\"noise_sigma\": 0.1", "\"noise_sigma\": -0.1", "t.json: noise_sigma: must be in [0,"},
+    {"\"noise_sigma\": 0.1", "\"noise_sigma\": 0.1, \"host_jitter_s\": -1e-3",
+     "t.json: host_jitter_s: must be in [0,"},
+    {"\"noise_sigma\": 0.1", "\"noise_sigma\": 0.1, \"host_jitter_s\": \"busy\"",
+     "t.json: host_jitter_s: must be a number"},
     {"\"comment\": \"x\"", "\"comment\": 3", "t.json: comment: must be a non-empty string"},
     {"\"comment\": \"n\"", "\"comment\": [\"n\"]", "nodes[1].comment: must be a non-empty string"},
     {"\"comment\": \"x\"", "\"colour\": \"x\"", "t.json: colour: unknown member"},

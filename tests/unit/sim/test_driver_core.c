@@ -337,11 +337,53 @@ static void a_pu_too_slow_for_the_finish_waits(void **state) {
   hlb_cluster_free(c);
 }
 
+/* host_jitter_s: every block waits an exponential delay of that mean, whatever its size, and
+ * --no-noise drops it. One PU, 1 ms an item, 100 items, no other noise: one block (static)
+ * takes 0.1 s plus one delay, ten blocks (greedy, chunk=10) 0.1 s plus ten; over 400 seeds the
+ * mean delay per block is within 10 % of 5 ms, and never negative. */
+static void host_delays_are_added_to_every_block(void **state) {
+  (void)state;
+  hlb_cluster *c =
+      parse("{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"host_jitter_s\": 0.005, "
+            "\"nodes\": [{\"name\": \"h\", \"link\": {\"latency_s\": 0, "
+            "\"bandwidth_Bps\": 1e15}, \"pus\": [{\"name\": \"p\", \"kind\": "
+            "\"cpu\", \"time\": {\"linear\": 0.001}}]}]}");
+  const char *policy[2] = {"static", "greedy"};
+  const double blocks[2] = {1, 10};
+  for (int k = 0; k < 2; k++) {
+    double sum = 0;
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+      hlb_sim_options o = {
+          .n_items = 100, .policy = policy[k], .params = k ? "chunk=10" : NULL, .seed = seed};
+      hlb_sim_result *r = NULL;
+      if (hlb_sim_run(c, &o, &r)) fail_msg("sim: %s", hlb_last_error());
+      assert_true(r->exactly_once);
+      assert_true(r->makespan_s >= 0.1 - 1e-12);
+      sum += (r->makespan_s - 0.1) / blocks[k];
+      hlb_sim_result_free(r);
+    }
+    double mean = sum / 400;
+    if (!(fabs(mean / 0.005 - 1) < 0.1))
+      fail_msg("%s: %.5f s of delay per block on average, expected 0.005", policy[k], mean);
+    hlb_sim_options quiet = {.n_items = 100,
+                             .policy = policy[k],
+                             .params = k ? "chunk=10" : NULL,
+                             .seed = 1,
+                             .no_noise = 1};
+    hlb_sim_result *r = NULL;
+    assert_int_equal(hlb_sim_run(c, &quiet, &r), 0);
+    assert_true(fabs(r->makespan_s - 0.1) < 1e-9);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(weak_device_is_released_and_its_core_given_back),
       cmocka_unit_test(a_curve_the_solve_refuses_does_not_spoil_the_plan),
       cmocka_unit_test(a_pu_too_slow_for_the_finish_waits),
+      cmocka_unit_test(host_delays_are_added_to_every_block),
       cmocka_unit_test(hopeless_device_is_released_after_its_first_block),
       cmocka_unit_test(released_device_stays_out_of_remembered_passes),
       cmocka_unit_test(strong_device_is_kept),
