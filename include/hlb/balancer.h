@@ -118,8 +118,8 @@ HLB_EXTERN int hlb_balancer_item_cost_trusted(const hlb_balancer *b);
  * stored before are then in the old units: the caller drops them, so that no run fits one
  * curve to two units. 0 otherwise. */
 HLB_EXTERN int hlb_balancer_samples_rescaled(const hlb_balancer *b);
-/* 1 when this pass was given item costs it did not size by but scored (on trial, or a policy
- * that does not work with costs). */
+/* 1 when this pass was given its item costs on trial (item_cost_on_trial with
+ * learn_item_cost): blocks sized by count, the costs scored. */
 HLB_EXTERN int hlb_balancer_item_cost_on_trial(const hlb_balancer *b);
 /* The finest a balancer resolves item costs: the m to ask hlb_balancer_item_cost for. */
 #define HLB_ITEM_COST_SLICES 1024u

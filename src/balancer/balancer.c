@@ -573,10 +573,9 @@ double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count
 #define HLB_ITEM_COST_TRUST 0.7
 #define HLB_ITEM_COST_EVIDENCE 6
 
-/* Whether the item costs this pass was given (whole, or their dear slices on trial) predicted
- * its finished blocks better than their counts (hlb_balancer_item_cost_trusted), kept in b (a
- * cache, recomputed when more blocks finished). The whole costs are scored: they are what a
- * trusted pass sizes by. */
+/* Whether the item costs this pass was given (sizing its blocks, or on trial in b->trial)
+ * predicted its finished blocks better than their counts (hlb_balancer_item_cost_trusted),
+ * kept in b (a cache, recomputed when more blocks finished). */
 static int costs_trusted(const hlb_balancer *cb) {
   hlb_balancer *b = (hlb_balancer *)cb;
   const hlb__density *given = b->trial.n ? &b->trial : &b->density;
@@ -677,7 +676,7 @@ int hlb_balancer_item_cost_trusted(const hlb_balancer *b) {
 }
 
 int hlb_balancer_items_measured(const hlb_balancer *b) {
-  return b->use_cost || (b->learn_cost && b->given == GIVEN_ON_TRIAL);
+  return b->use_cost || hlb_balancer_item_cost_on_trial(b);
 }
 
 int hlb_balancer_samples_rescaled(const hlb_balancer *b) {

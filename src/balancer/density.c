@@ -281,11 +281,16 @@ static void rel_line_add(rel_line *l, double c, double t) {
   l->sw += w, l->sc += w * c, l->st += w * t, l->scc += w * c * c, l->sct += w * c * t;
 }
 
+/* The weighted least-squares line; through the origin when the costs do not spread. */
 static void rel_line_fit(rel_line *l) {
   double det = l->sw * l->scc - l->sc * l->sc;
-  l->b = det > 1e-12 * l->sw * l->scc ? (l->sw * l->sct - l->sc * l->st) / det
-                                      : (l->scc > 0 ? l->sct / l->scc : 0);
-  l->a = det > 1e-12 * l->sw * l->scc ? (l->st - l->b * l->sc) / l->sw : 0;
+  if (det > 1e-12 * l->sw * l->scc) {
+    l->b = (l->sw * l->sct - l->sc * l->st) / det;
+    l->a = (l->st - l->b * l->sc) / l->sw;
+  } else {
+    l->b = l->scc > 0 ? l->sct / l->scc : 0;
+    l->a = 0;
+  }
 }
 
 double hlb__density_misfit(size_t n_items, unsigned n_pus, const hlb__density_obs *obs,
@@ -302,8 +307,9 @@ double hlb__density_misfit(size_t n_items, unsigned n_pus, const hlb__density_ob
   for (size_t i = 0; i < n_obs; i++) {
     /* Each PU's first block is left out: it pays for what a process sets up once (a GPU
      * library's handle and kernels, an OpenCL compiler), which no map of the items explains. */
-    skip[i] = !obs_usable(&obs[i], n_items, n_pus) || !seen[obs[i].pu];
-    if (obs_usable(&obs[i], n_items, n_pus)) seen[obs[i].pu] = 1;
+    int usable = obs_usable(&obs[i], n_items, n_pus);
+    skip[i] = !usable || !seen[obs[i].pu];
+    if (usable) seen[obs[i].pu] = 1;
     if (!skip[i])
       rel_line_add(&line[obs[i].pu], hlb__density_cost(d, obs[i].begin, obs[i].count),
                    obs[i].seconds);

@@ -738,20 +738,18 @@ int hlb_sim_run(const hlb_cluster *c, const hlb_sim_options *opt, hlb_sim_result
     remember = rc == 0 ? &mem : NULL;
   }
   hlb_sim_options o = *opt;
-  /* What a pass after the first starts from: the item costs the pass before it learnt. */
-  for (unsigned k = 1; rc == 0 && k < passes; k++) { /* the passes before the measured one */
+  /* Pass k starts from the item costs pass k - 1 learnt; the last one is measured. */
+  for (unsigned k = 1; rc == 0 && k <= passes; k++) {
     hlb_sim_result *r = NULL;
     o.seed = opt->seed + k - 1;
-    o.keep_trace = 0;
+    o.keep_trace = k == passes ? opt->keep_trace : 0;
     pass_costs *before = k > 1 && !opt->no_item_costs ? &costs[k % 2] : NULL;
-    rc = run_pass(c, &o, before, &costs[(k + 1) % 2], remember, &r);
-    hlb_sim_result_free(r);
+    rc = run_pass(c, &o, before, passes > 1 ? &costs[(k + 1) % 2] : NULL, remember, &r);
+    if (rc == 0 && k == passes)
+      *out = r;
+    else
+      hlb_sim_result_free(r);
   }
-  o.seed = opt->seed + passes - 1;
-  o.keep_trace = opt->keep_trace;
-  pass_costs *before = passes > 1 && !opt->no_item_costs ? &costs[passes % 2] : NULL;
-  if (rc == 0)
-    rc = run_pass(c, &o, before, passes > 1 ? &costs[(passes + 1) % 2] : NULL, remember, out);
   free(costs[0].cost), free(costs[1].cost);
   memory_free(&mem);
   return rc;

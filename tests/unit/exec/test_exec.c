@@ -341,7 +341,7 @@ static int uneven_kernel(const hlb_exec_call *c) {
   counting *w = c->user;
   volatile double x = 0;
   for (size_t i = 0; i < c->count; i++) {
-    int work = (c->begin + i) / 250 % 4 == 0 ? 40000 : 2000;
+    int work = (c->begin + i) / 250 % 4 == 0 ? 160000 : 8000;
     for (int k = 0; k < work; k++)
       x += k * 1e-9;
     w->count[c->begin + i]++;
@@ -354,8 +354,9 @@ static int uneven_kernel(const hlb_exec_call *c) {
  * first run has none; each later one is given what the run before learnt, on trial (sized by
  * count, scored) until a run finds them predictive, then whole. Every item is processed once in
  * each. Returns the runs it took. A run's verdict rests on its timings, which the load of
- * other tests shakes: on this 2-core machine 15 second runs in 16 trusted the first's costs,
- * so 4 tries leave no doubt. */
+ * other tests shakes: with a quarter of the iterations an item, the second run trusted the first's
+ * costs in 15 of 16 tries on this 2-core machine, and under the load of a fresh-machine test 4
+ * runs in a row once did not; at these 0.1-0.3 s runs, none in 20 tries under that load. */
 #define RUNS_TO_TRUST 4
 static int runs_until_sized_by_cost(hlb_executor *ex, hlb_codelet *cl, counting *w,
                                     const hlb_exec_options *o, hlb_exec_stats *s) {
