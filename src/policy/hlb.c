@@ -152,6 +152,7 @@ typedef struct hpu {
   int uneven;                 /* without item costs, its compute missed beyond prior_tolerance */
   miss_ring miss;             /* of the PU's recent blocks (the guard) */
   double min_t;               /* the shortest accepted block time: >= the fixed cost */
+  double flat_x;              /* the largest block whose time did not follow its size (note_flat) */
   /* Priors' sizes and times, kept until the PU's first grant (check_prior_fit); freed then. */
   double *prior_x, *prior_t;
   size_t prior_n, prior_cap;
@@ -390,6 +391,33 @@ static void find_best_block(hlbp *h, unsigned p) {
   q->ycap = fmax(cap, g);
 }
 
+/* A block at least twice the size of the PU's smallest that took at most this many times its
+ * fastest block's time: its time follows the block's fixed cost, not its items. */
+#define FLAT_TIME 1.5
+
+static int flat_block(const hpu *q, double x, double t) {
+  return t <= FLAT_TIME * q->min_t && x >= 2.0 * q->u.min_items;
+}
+
+/* The shortest block time, and flat_x: the largest block that took hardly longer than the
+ * fastest, though at least twice the smallest block (no smaller block was faster by more than
+ * FLAT_TIME). Below flat_x the PU's blocks cost their fixed cost (a GPU's launch and copy, a
+ * busy host's scheduling delay), whatever their items, and a block cut smaller is no shorter:
+ * the guard does not cut a PU below it (guard_floor). A new fastest block rescales the test:
+ * only the recent blocks (the ring, before this one) are read again. Anchored to the fastest
+ * block's size instead of the smallest, a 32-row GPU block that came in faster than the others
+ * reset the flat size to 0 for good, the guard's one-row blocks never being twice 32 rows. */
+static void note_flat(hpu *q, double x, double t, int fastest) {
+  if (!fastest) {
+    if (flat_block(q, x, t)) q->flat_x = fmax(q->flat_x, x);
+    return;
+  }
+  q->min_t = t;
+  q->flat_x = 0.0;
+  for (unsigned i = 0; i < q->ring_n; i++)
+    if (flat_block(q, q->ring_x[i], q->ring_t[i])) q->flat_x = fmax(q->flat_x, q->ring_x[i]);
+}
+
 /* prior: s is a stored sample of an earlier run (hlb_prior), not a block of this run.
  * warm_up: s is the PU's first block of a run that started from priors (hlb_done): only its
  * size is learnt, not its time (the balancer's model holds it as a sample all the same). */
@@ -416,7 +444,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
       if (line_or_fit) note_uneven(h, q, s);
     }
   }
-  if (q->u.good == 0 || t < q->min_t) q->min_t = t;
+  note_flat(q, x, t, q->u.good == 0 || t < q->min_t);
   int first = q->u.good == 0;
   hlb__plb_observe(&q->u, s);
   /* Not a prior: an earlier run's blocks (any policy's, over any items) against this run's
@@ -634,9 +662,15 @@ static int distrusted(const hlbp *h, const hpu *q) {
  * 57 s into a remembered pass, had met spike items in its three 1-item blocks since (2.2 s each,
  * its real fixed cost 1 ms); that floor of 5016 items' cost held a guard of 0 up to 230 rows that
  * took 397 s (`hlb sim irregular-2machines-spikes --passes 3 --remember`, seed 234: 2.16 x the
- * bound, 1.03 with the granule). */
+ * bound, 1.03 with the granule). Or its flat_x, when larger: a block the PU measured at hardly
+ * more than its fastest block's time, though twice its size or more (note_flat), says that
+ * below that size its blocks cost their fixed cost, whatever their items; cut smaller, a block
+ * is no shorter and only adds one. A GPU whose 0.15 ms launch dwarfs 1 us rows, guarded down
+ * to one row, took 1-row blocks for the rest of a run: 14.7 x the bound with the mandelbrot
+ * map on the simulator's model of the H100 machine, 4.6 x with this floor (docs/benchmarks.md,
+ * "Blocks below a PU's fixed cost"). */
 static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
-  if (distrusted(h, q)) return g;
+  if (distrusted(h, q)) return fmax(g, q->flat_x);
   return fmax(amort, g);
 }
 
