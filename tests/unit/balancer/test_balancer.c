@@ -834,11 +834,49 @@ static void costs_learnt_from_noise_stay_on_trial(void **state) {
   }
 }
 
+/* A map whose first half is `dear` times its second (the items' own ratio is 3). */
+static void halves_map(double *map, double dear) {
+  for (unsigned k = 0; k < HLB_ITEM_COST_SLICES; k++)
+    map[k] = k < HLB_ITEM_COST_SLICES / 2 ? dear : 1.0;
+}
+
+/* Costs that sized a pass stay trusted while they predict its blocks better than counts; costs
+ * on trial must beat counts clearly (0.7 of their misfit). Between the two a map keeps its
+ * standing: a map near the line went from trusted to on trial and back from run to run, and
+ * each change replaced the stored samples. So over maps from right (3:1, the items' ratio) to
+ * backwards (1:3): a map trusted on trial is trusted when it sized the pass, some map in between
+ * is kept when it sized the pass but not trusted on trial, and the backwards map, worse than
+ * counts, is dropped either way. */
+static void trusted_costs_are_kept_while_they_beat_counts(void **state) {
+  (void)state;
+  const size_t n = 65536;
+  double map[HLB_ITEM_COST_SLICES];
+  const double dear[] = {3.0, 2.0, 1.6, 1.4, 1.3, 1.2, 1.1, 1.05, 1.0 / 3.0};
+  int band = 0;
+  for (size_t k = 0; k < sizeof dear / sizeof *dear; k++) {
+    halves_map(map, dear[k]);
+    int trusted[2];
+    for (int on_trial = 0; on_trial < 2; on_trial++) {
+      hlb_balancer *b = costed_pass(n, first_half_dear, map, on_trial, 11);
+      trusted[on_trial] = hlb_balancer_item_cost_trusted(b);
+      hlb_balancer_destroy(b);
+    }
+    print_message("map %.2f:1: trusted on trial %d, when it sized the pass %d\n", dear[k],
+                  trusted[1], trusted[0]);
+    if (trusted[1] && !trusted[0])
+      fail_msg("map %.2f:1 trusted on trial, dropped when it sized the pass", dear[k]);
+    band += trusted[0] && !trusted[1];
+    if (dear[k] < 1.0 && (trusted[0] || trusted[1])) fail_msg("backwards map %.2f:1 kept", dear[k]);
+  }
+  if (!band) fail_msg("no map between the two bars");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(kept_samples_are_sized_by_cost),
       cmocka_unit_test(kept_samples_follow_the_costs_the_next_pass_sizes_by),
       cmocka_unit_test(costs_learnt_from_noise_stay_on_trial),
+      cmocka_unit_test(trusted_costs_are_kept_while_they_beat_counts),
       cmocka_unit_test(bad_configs_are_named),
       cmocka_unit_test(bad_params_list_valid_ones),
       cmocka_unit_test(policy_selection_order),
