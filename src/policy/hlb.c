@@ -663,12 +663,12 @@ static int distrusted(const hlbp *h, const hpu *q) {
  * its real fixed cost 1 ms); that floor of 5016 items' cost held a guard of 0 up to 230 rows that
  * took 397 s (`hlb sim irregular-2machines-spikes --passes 3 --remember`, seed 234: 2.16 x the
  * bound, 1.03 with the granule). Or its flat_x, when larger: a block the PU measured at hardly
- * more than its fastest block's time, though twice its size or more (note_flat), says that
- * below that size its blocks cost their fixed cost, whatever their items; cut smaller, a block
- * is no shorter and only adds one. A GPU whose 0.15 ms launch dwarfs 1 us rows, guarded down
- * to one row, took 1-row blocks for the rest of a run: 14.7 x the bound with the mandelbrot
- * map on the simulator's model of the H100 machine, 4.6 x with this floor (docs/benchmarks.md,
- * "Blocks below a PU's fixed cost"). */
+ * more than its fastest block's time, though at least twice its smallest block (note_flat),
+ * says that below that size its blocks cost their fixed cost, whatever their items; cut
+ * smaller, a block is no shorter and only adds one. A GPU whose 0.15 ms launch dwarfs 1 us rows,
+ * guarded down to one row, took 1-row blocks for the rest of a run: 14.7 x the bound with the
+ * mandelbrot map on the simulator's model of the H100 machine, 4.6 x with this floor
+ * (docs/benchmarks.md, "Blocks below a PU's fixed cost"). */
 static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
   if (distrusted(h, q)) return fmax(g, q->flat_x);
   return fmax(amort, g);
