@@ -572,19 +572,24 @@ double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, size_t count
  * machine 0.6, under the load of other tests). */
 #define HLB_ITEM_COST_TRUST 0.7
 #define HLB_ITEM_COST_EVIDENCE 6
-/* Costs that sized the pass (trusted by the pass before) stay trusted while their misfit is
+/* Costs the pass before trusted (given whole, not on trial) stay trusted while their misfit is
  * under the counts': each change between trusted and on trial replaces the stored samples (their
  * units change, hlb_balancer_samples_rescaled), and spmv's map on this 2-core machine, near the
  * 0.7 line, went from trusted to on trial and back from run to run, each run starting without
  * the samples of the run before. A map that predicts worse than counts is still dropped. */
 #define HLB_ITEM_COST_KEEP 1.0
 
-/* Whether the item costs this pass was given (sizing its blocks, or on trial in b->trial)
- * predicted its finished blocks better than their counts (hlb_balancer_item_cost_trusted),
- * kept in b (a cache, recomputed when more blocks finished). */
+/* The item costs this pass was given: on trial (b->trial, scored only) or sizing its blocks. */
+static const hlb__density *given_costs(const hlb_balancer *b) {
+  return b->trial.n ? &b->trial : &b->density;
+}
+
+/* Whether the item costs this pass was given predicted its finished blocks better than their
+ * counts (hlb_balancer_item_cost_trusted), kept in b (a cache, recomputed when more blocks
+ * finished). */
 static int costs_trusted(const hlb_balancer *cb) {
   hlb_balancer *b = (hlb_balancer *)cb;
-  const hlb__density *given = b->trial.n ? &b->trial : &b->density;
+  const hlb__density *given = given_costs(b);
   if (!b->learn_cost || given->n == 0) return 0;
   if (b->n_judged != b->n_obs) {
     size_t n_map = 0, n_count = 0;
@@ -621,9 +626,9 @@ static const hlb__density *learnt_density(const hlb_balancer *cb) {
  * learnt; others go on trial, and the next pass sizes by count. */
 static double sample_cost(const hlb_balancer *b, size_t begin, size_t count) {
   /* A caller that learns nothing keeps the costs it gave for the next pass. */
-  if (!b->learn_cost) return b->use_cost ? hlb__density_cost(&b->density, begin, count) : count;
+  if (!b->learn_cost) return hlb_balancer_range_cost(b, begin, count);
   if (!costs_trusted(b)) return (double)count;
-  if (b->use_cost) return hlb__density_cost(&b->density, begin, count);
+  if (b->use_cost) return hlb_balancer_range_cost(b, begin, count);
   const hlb__density *learnt = learnt_density(b);
   return learnt ? hlb__density_cost(learnt, begin, count) : (double)count;
 }
@@ -674,7 +679,7 @@ int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsigned m) {
                       "hlb_balancer_item_cost: the balancer was created without learn_item_cost");
   /* Costs on trial that predicted this pass are what the earlier passes learnt, as costs
    * that sized it would be; costs that did not are forgotten. */
-  const hlb__density *start = !costs_trusted(b) ? NULL : b->trial.n ? &b->trial : &b->density;
+  const hlb__density *start = costs_trusted(b) ? given_costs(b) : NULL;
   return hlb__density_learn(b->n_items, b->n_pus, b->obs, b->n_obs, start, out, m);
 }
 

@@ -259,6 +259,15 @@ static double mean_ratio(const hlb_cluster *c, size_t n, const char *params, uns
   return sum / seeds;
 }
 
+/* The default policy's mean ratio to the bound over seeds 1..seeds is under `limit`; frees c. */
+static void assert_mean_below(hlb_cluster *c, size_t n, unsigned seeds, double limit,
+                              const char *what) {
+  double mean = mean_ratio(c, n, NULL, seeds);
+  hlb_cluster_free(c);
+  if (!(mean < limit))
+    fail_msg("%s: %.4f x the bound over %u seeds (expected < %.3f)", what, mean, seeds, limit);
+}
+
 /* best_block reads a rise from any larger size measured, not only the next: near a quadratic
  * PU's best size the time per item is flat, so p3 measured 0.825 ms per item at 200 items and
  * 0.827 at 800-962, no rise, and 0.915 at 3200; read only against the next octave, that was no
@@ -274,10 +283,7 @@ static void best_block_reads_every_larger_size(void **state) {
             "\"xlogx\": 4.73683e-05}}, {\"name\": \"p2\", \"kind\": \"cpu\", \"time\": {\"const\": "
             "0.0670922, \"linear\": 0.00739282}}, {\"name\": \"p3\", \"kind\": \"cpu\", \"time\": "
             "{\"const\": 0.00652423, \"linear\": 0.000811295, \"quadratic\": 5.13283e-08}}]}]}");
-  double mean = mean_ratio(c, 100000, NULL, 20);
-  if (!(mean < 1.08))
-    fail_msg("4 superlinear PUs: %.4f x the bound over 20 seeds (expected < 1.08)", mean);
-  hlb_cluster_free(c);
+  assert_mean_below(c, 100000, 20, 1.08, "4 superlinear PUs");
 }
 
 /* tail_grow: near the end a block grows at most 1.5x the largest the PU completed, not 4x. PU c
@@ -317,11 +323,7 @@ static hlb_cluster *data_cluster(const char *name) {
  * over seeds 1-10 before, 1.060. */
 static void a_curve_the_solve_refuses_does_not_spoil_the_plan(void **state) {
   (void)state;
-  hlb_cluster *c = data_cluster("superlinear-16pu-2");
-  double mean = mean_ratio(c, 100000, NULL, 10);
-  if (!(mean < 1.075))
-    fail_msg("16 superlinear PUs: %.4f x the bound over 10 seeds (expected < 1.075)", mean);
-  hlb_cluster_free(c);
+  assert_mean_below(data_cluster("superlinear-16pu-2"), 100000, 10, 1.075, "16 superlinear PUs");
 }
 
 /* Near the end a PU whose share is under an item, and whose one item would end well past the
@@ -330,11 +332,7 @@ static void a_curve_the_solve_refuses_does_not_spoil_the_plan(void **state) {
  * 1.245 x the bound over seeds 1-10 without the wait, 1.187. */
 static void a_pu_too_slow_for_the_finish_waits(void **state) {
   (void)state;
-  hlb_cluster *c = data_cluster("superlinear-64pu-1");
-  double mean = mean_ratio(c, 100000, NULL, 10);
-  if (!(mean < 1.215))
-    fail_msg("64 superlinear PUs: %.4f x the bound over 10 seeds (expected < 1.215)", mean);
-  hlb_cluster_free(c);
+  assert_mean_below(data_cluster("superlinear-64pu-1"), 100000, 10, 1.215, "64 superlinear PUs");
 }
 
 /* A PU whose blocks cost their fixed cost is not guarded below the size that showed it. The
@@ -352,11 +350,7 @@ static void blocks_are_not_cut_below_the_fixed_cost(void **state) {
             "\"cpu\", \"cores\": 14, \"time\": {\"const\": 0.0002, \"linear\": 3.5e-05}}, "
             "{\"name\": \"gpu\", \"kind\": \"gpu\", \"time\": {\"const\": 0.00015, "
             "\"linear\": 1e-06}}]}]}");
-  double mean = mean_ratio(c, 20000, NULL, 10);
-  if (!(mean < 1.6))
-    fail_msg("GPU model on the mandelbrot map: %.4f x the bound over 10 seeds (expected < 1.6)",
-             mean);
-  hlb_cluster_free(c);
+  assert_mean_below(c, 20000, 10, 1.6, "GPU model on the mandelbrot map");
 }
 
 /* host_jitter_s: every block waits an exponential delay of that mean, whatever its size, and
