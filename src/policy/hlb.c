@@ -113,8 +113,9 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "fraction above the best (fewer, larger blocks for a cost per item that is nearly the "
      "same)."},
     {"tail_grow", 1.5, 1.0, 1e6,
-     "A block predicted to take more than half the time left to the common finish is at most "
-     "this many times the largest block the PU has completed (grow for the others)."},
+     "A block predicted to take more than half the time left to the common finish, or any "
+     "block of a pass that starts from item costs an earlier pass measured, is at most this "
+     "many times the largest block the PU has completed (grow for the others)."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
@@ -887,7 +888,16 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * run 2.0 x the bound). */
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
   if (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now))
-    cap = fmin(cap, tail_cap);    /* (a block within tail_cap needs no curve evaluation) */
+    cap = fmin(cap, tail_cap); /* (a block within tail_cap needs no curve evaluation) */
+  /* A pass that starts from item costs an earlier pass measured (kmeans iterations, a stencil's
+   * steps, `hlb sim --passes`) plans with confidence, but the map is a smoothed estimate and the
+   * curve was read off smaller blocks: a block 4x beyond the PU's largest meets what neither
+   * placed. Grown by 4x, the spikes map's later passes met spikes the map had smeared (B's CPU:
+   * 201 rows at the start of a remembered pass, 277 s; 1.259 x the bound over passes 3 of 20
+   * seeds, worst 2.60), and `bench_sim superlinear`'s 8-PU cluster 1 sent a cubic PU 5027 items
+   * into its wall (268 s, 19.4 x the bound). Grown by tail_grow: 1.033 and 1.53 x
+   * (docs/benchmarks.md, "Later passes grow by tail_grow"). */
+  if (hlb_balancer_items_measured(h->ctx->balancer)) cap = fmin(cap, tail_cap);
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
   double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) { /* never above the plan's size */
@@ -896,8 +906,13 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
      * first (cut_pays). */
     if (guarded < x && (!last || cut_pays(h, q, c, x, guarded, fixed))) x = guarded, last = 0;
   }
-  /* What this last block would leave over goes into it when that is cheaper (take_rest). */
-  if (last && take_rest(h, pu, c, now, x, left, g, fixed, alive)) x = left;
+  /* What this last block would leave over goes into it when that is cheaper (take_rest), unless
+   * that goes beyond the cap: the curve says the rest costs less than a block's fixed cost only
+   * where it was measured. A CPU that forgot its priors, its line read off 1- and 2-row blocks
+   * (flat: no slope to speak of), took the 18037 rows left of 20000 in one block: 742 ms against
+   * 1.6 ms for the GPU's share (the simulator's H100 model, spikes map, remembered pass, seed 6:
+   * 37.9 x the bound, 1.07 with the cap). */
+  if (last && left <= cap && take_rest(h, pu, c, now, x, left, g, fixed, alive)) x = left;
   *count = to_count(h, x);
   return HLB_GRANT;
 }
