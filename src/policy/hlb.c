@@ -3,7 +3,8 @@
  *
  * - No synchronisation, no training rounds: each PU's first block is a small probe; after
  *   that it is planned like every other block, its size capped at `grow` times the largest
- *   block the PU has completed, so a young model is never trusted far beyond its data.
+ *   block the PU has completed, so a young model is never trusted far beyond its data
+ *   (`tail_grow` times near the end, and in a pass that starts from measured item costs).
  * - Until the model can be fitted, a PU's curve is the least-squares line through its
  *   samples (fixed cost + cost per item), not its mean rate: the mean rate of small blocks
  *   carries their fixed cost into the cost per item and hides the fixed cost itself, so the
