@@ -345,18 +345,26 @@ static void a_last_block_beyond_every_size_run_may_be_cut(void **state) {
   assert_mean_below(data_cluster("superlinear-16pu-1"), 100000, 10, 1.11, "16 superlinear PUs");
 }
 
-/* The simulator's model of the H100 machine of docs/benchmarks.md with a cost map. */
-static hlb_cluster *h100_model_with_map(const char *map) {
+/* The simulator's model of the H100 machine of docs/benchmarks.md; `extra` adds top-level
+ * fields, each followed by a comma ("" for none). */
+static hlb_cluster *h100_model(const char *extra) {
   char text[1024];
   snprintf(text, sizeof text,
-           "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"noise_sigma\": 0.1, \"cost_map\": "
-           "%s, \"nodes\": [{\"name\": \"host\", \"link\": "
+           "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"noise_sigma\": 0.1, %s "
+           "\"nodes\": [{\"name\": \"host\", \"link\": "
            "{\"latency_s\": 0, \"bandwidth_Bps\": 1e15}, \"pus\": [{\"name\": \"cpu\", \"kind\": "
            "\"cpu\", \"cores\": 14, \"time\": {\"const\": 0.0002, \"linear\": 3.5e-05}}, "
            "{\"name\": \"gpu\", \"kind\": \"gpu\", \"time\": {\"const\": 0.00015, "
            "\"linear\": 1e-06}}]}]}",
-           map);
+           extra);
   return parse(text);
+}
+
+/* The same with a cost map. */
+static hlb_cluster *h100_model_with_map(const char *map) {
+  char extra[512];
+  snprintf(extra, sizeof extra, "\"cost_map\": %s,", map);
+  return h100_model(extra);
 }
 
 static hlb_cluster *h100_model_on_the_mandelbrot_map(void) {
@@ -394,12 +402,7 @@ static void a_smaller_block_later_shows_the_flat_size(void **state) {
  * 6.6 (greedy: 44.7 over 20 seeds). */
 static void a_flat_pu_is_guarded_to_twice_its_flat_size(void **state) {
   (void)state;
-  hlb_cluster *c = parse(
-      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"noise_sigma\": 0.1, \"host_jitter_s\": "
-      "0.0003, \"nodes\": [{\"name\": \"host\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": "
-      "1e15}, \"pus\": [{\"name\": \"cpu\", \"kind\": \"cpu\", \"cores\": 14, \"time\": "
-      "{\"const\": 0.0002, \"linear\": 3.5e-05}}, {\"name\": \"gpu\", \"kind\": \"gpu\", "
-      "\"time\": {\"const\": 0.00015, \"linear\": 1e-06}}]}]}");
+  hlb_cluster *c = h100_model("\"host_jitter_s\": 0.0003,");
   assert_mean_below(c, 2048, 10, 9.0, "H100 model with host delays, 2048 rows");
 }
 
