@@ -189,7 +189,6 @@ typedef struct hlbp {
 } hlbp;
 
 static void check_prior_fit(hlbp *h, unsigned p);
-static double fixed_cost(const hlb_curve *c, double g, double x_ref);
 static void forget_priors(hlbp *h, unsigned p);
 
 static void drop_priors_kept(hpu *q) {
@@ -902,24 +901,26 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (last) x = fmax(g, floor(share / g + 1e-9) * g);
   double cap = h->prm[P_GROW] * q->u.max_items;
   if (q->ycap > 0 && q->ycap < cap) cap = q->ycap; /* best_block */
-  /* Near the end no later block can correct a misprediction, and a curve read off smaller blocks
-   * hides what larger ones meet: a cubic term, dearer items. A block that would take more than
-   * half the time left grows less (bench_sim superlinear, 16 PUs, cluster 1: a PU with 0.52 s of
-   * fixed cost and a cubic term, blocks of 30 and 120 items behind it, was given 350 at 3.5 s,
-   * predicted to end with the others at 8.2 s by the line through them; it took 11.7 s, and the
-   * run 2.0 x the bound). */
+  /* Two kinds of block grow by tail_grow only, where a curve read off smaller blocks hides what
+   * larger ones meet (a cubic term, dearer items):
+   * - Near the end, one that would take more than half the time left: no later block can correct
+   *   a misprediction (bench_sim superlinear, 16 PUs, cluster 1: a PU with 0.52 s of fixed cost
+   *   and a cubic term, blocks of 30 and 120 items behind it, was given 350 at 3.5 s, predicted to
+   *   end with the others at 8.2 s by the line through them; it took 11.7 s, and the run 2.0 x
+   *   the bound).
+   * - Any block of a pass that starts from item costs an earlier pass measured (kmeans
+   *   iterations, a stencil's steps, `hlb sim --passes`): it plans with confidence, but the map
+   *   is a smoothed estimate. Grown by 4x, the spikes map's later passes met spikes the map had
+   *   smeared (B's CPU: 201 rows at the start of a remembered pass, 277 s; 1.259 x the bound over
+   *   passes 3 of 20 seeds, worst 2.60), and `bench_sim superlinear`'s 8-PU cluster 1 sent a
+   *   cubic PU 5027 items into its wall (268 s, 19.4 x the bound). Grown by tail_grow: 1.033 and
+   *   1.53 x (docs/benchmarks.md, "Later passes grow by tail_grow").
+   * The second lowers the cap even for a block already within it: take_rest reads the cap. A
+   * block within tail_cap needs no curve evaluation. */
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
-  if (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now))
-    cap = fmin(cap, tail_cap); /* (a block within tail_cap needs no curve evaluation) */
-  /* A pass that starts from item costs an earlier pass measured (kmeans iterations, a stencil's
-   * steps, `hlb sim --passes`) plans with confidence, but the map is a smoothed estimate and the
-   * curve was read off smaller blocks: a block 4x beyond the PU's largest meets what neither
-   * placed. Grown by 4x, the spikes map's later passes met spikes the map had smeared (B's CPU:
-   * 201 rows at the start of a remembered pass, 277 s; 1.259 x the bound over passes 3 of 20
-   * seeds, worst 2.60), and `bench_sim superlinear`'s 8-PU cluster 1 sent a cubic PU 5027 items
-   * into its wall (268 s, 19.4 x the bound). Grown by tail_grow: 1.033 and 1.53 x
-   * (docs/benchmarks.md, "Later passes grow by tail_grow"). */
-  if (hlb_balancer_items_measured(h->ctx->balancer)) cap = fmin(cap, tail_cap);
+  if (hlb_balancer_items_measured(h->ctx->balancer) ||
+      (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now)))
+    cap = fmin(cap, tail_cap);
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
   double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) { /* never above the plan's size */
