@@ -125,6 +125,12 @@ static void add_pu(hlb_exec_pu_stats *t, const hlb_exec_pu_stats *p, double shif
     t->model = p->model;
     t->model_terms = p->model_terms;
   }
+  /* The PUs as the last pass left them: a device released in one pass stays so in the next,
+   * but one may also take the cpu PU's cores in a later pass, or be tried alone on them and
+   * released again (docs/executor.md), and the run says where it ended. */
+  t->released = p->released;
+  memcpy(t->release_reason, p->release_reason, sizeof t->release_reason);
+  t->cores_given = p->cores_given;
 }
 
 int hlb__app_stats_append(hlb_exec_stats *t, hlb_exec_stats *p) {
@@ -146,6 +152,7 @@ int hlb__app_stats_append(hlb_exec_stats *t, hlb_exec_stats *p) {
   t->n_log += p->n_log;
   for (unsigned i = 0; i < t->n_pus; i++)
     add_pu(&t->per_pu[i], &p->per_pu[i], shift);
+  if (t->pu && p->pu) memcpy(t->pu, p->pu, t->n_pus * sizeof *t->pu); /* cores as they ended */
   t->n_items += p->n_items;
   t->makespan_s += p->makespan_s;
   t->solver_s += p->solver_s;

@@ -179,6 +179,11 @@ typedef struct hlb_exec_options {
    * and apply no such decision an earlier run stored: no device left out, no device given the
    * cpu PU's cores (HLB_EXEC_TAKE_CORES_FACTOR). */
   int keep_weak_devices;
+  /* 1: run on the PUs as this executor's previous run left them (its releases stand), and apply
+   * no decision stored before this run (a device left out, given the cpu PU's cores, or tried
+   * alone on them); what this run judges still counts. `hlb run --compare` sets it for its
+   * greedy and static runs, so that they run on the PUs the chosen policy's run ended with. */
+  int same_pus;
   /* Models kept across runs (docs/models.md): which of reading the stored samples before the
    * run and storing this run's after it to do (hlb_models_mode). The samples live per host,
    * codelet and PU under model_dir (NULL: $HLB_MODEL_DIR, $XDG_CACHE_HOME/hlb or
@@ -230,7 +235,10 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * (bench/apps/bench_all_only.sh): PoCL on one compute unit beside the cpu PU did 0.44-0.61x a
  * core on spmv and whole beat the cpu PU on both cores (1.15-1.3x); on blackscholes it did
  * 0.25-0.3x a core and whole only 0.23x the cpu PU, so its one run alone took 4x as long. 0.4
- * lies between the two; a user who only runs `--pus all` would otherwise never see PoCL whole. */
+ * lies between the two; a user who only runs `--pus all` would otherwise never see PoCL whole.
+ * A device whose kernel the judge could not read (its blocks' times did not rise with their
+ * items', and averaged under HLB_EXEC_LAUNCH_MAX_S: launches and copies) is tried whatever its
+ * figures: later PoCL spmv runs read 0.07-0.25x a core so. */
 #define HLB_EXEC_EXPLORE_MIN_CORE_RATIO 0.4
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for

@@ -181,19 +181,23 @@ static void note_kept(run_ctx *r, unsigned dev, int cpu, double dev_rate, double
            core_rate * held, held, held > 1 ? "s" : "", ex->pu[cpu].name);
 }
 
+/* Ends a release's reason when its figures were the device's per-block costs (kernel_unread). */
+#define KERNEL_UNREAD_NOTE "; " HLB__KERNEL_UNREAD_MARK
+
 /* Release device PU `dev` (see should_release): its cores go to the cpu PU from its next block
  * on; the device is retired now, or, with a block in flight, when that block ends (the block
  * is finished, not lost: every item is still done once). */
 static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, double core_rate,
-                           int in_flight) {
+                           int in_flight, int kernel_unread) {
   hlb_executor *ex = r->ex;
   unsigned held = held_cores(ex, dev);
   char host_name[sizeof ex->pu[cpu].name];
   memcpy(host_name, ex->pu[cpu].name, sizeof host_name);
+  /* released_core_ratio and explore_device read it back. */
   snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
-           "released: %s%.3g items/s against %.3g items/s for the %u core%s it held in %s",
+           "released: %s%.3g items/s against %.3g items/s for the %u core%s it held in %s%s",
            in_flight ? "at most " : "", dev_rate, core_rate * held, held, held > 1 ? "s" : "",
-           host_name); /* released_core_ratio reads it back */
+           host_name, kernel_unread ? KERNEL_UNREAD_NOTE : "");
   ex->released[dev] = 1;
   ex->cores_given[cpu] += held;
   ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
@@ -337,11 +341,22 @@ static double cpu_rate_near(const run_ctx *r, int cpu, unsigned dev, int with_in
 
 /* Device core-seconds per cpu core-second on the same items, per block costs left out
  * (exec/judge.h); NAN when its blocks do not tell. */
-static double device_core_ratio(const run_ctx *r, int cpu, unsigned dev) {
+static double device_core_ratio(const run_ctx *r, int cpu, unsigned dev, int *kernel_read) {
   hlb_decision window[HLB__JUDGE_WINDOW];
   size_t n = judge_window(r, cpu, dev, 0, window);
   return hlb__judge_core_ratio(window, n, (unsigned)r->bpu_of[cpu], (unsigned)r->bpu_of[dev],
-                               cpu_cores_now(r, cpu), held_cores(r->ex, dev));
+                               cpu_cores_now(r, cpu), held_cores(r->ex, dev), kernel_read);
+}
+
+/* 1 when a device computing on the cores, with stats `d`, is judged on figures that hold its
+ * per-block costs (kernel_read 0: the judge's line went through the origin, or its items over
+ * its busy time) and its blocks averaged under HLB_EXEC_LAUNCH_MAX_S, short enough for
+ * launches and copies to be most of them: what it did then says little of its kernel, and less
+ * of the device whole on every core. PoCL beside the cpu PU on spmv, on this 2-core machine:
+ * blocks of 1-46 rows, 0.07-0.11 ms each whatever their rows, read 0.07-0.25x a core, and whole
+ * on both cores it takes 0.8x the cpu PU's time. */
+static int kernel_unread(const hlb_exec_pu_stats *d, int kernel_read) {
+  return !kernel_read && d->blocks > 0 && d->busy_s < HLB_EXEC_LAUNCH_MAX_S * (double)d->blocks;
 }
 
 /* should_release for a device that holds only a driver thread (a GPU): judged on its best
@@ -381,7 +396,7 @@ static int driver_device_weak(const run_ctx *r, unsigned dev, int cpu, unsigned 
  * never judged in flight: it may carry a one-time warm-up.) Returns 1 and fills the rates when
  * `dev` should go; `cpu` is the automatic cpu PU. */
 static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_rate,
-                          double *core_rate) {
+                          double *core_rate, int *unread) {
   const hlb_executor *ex = r->ex;
   unsigned held = held_cores(ex, dev);
   if (!judges_devices(r) || !held || !r->prepared[dev] || ex->released[dev]) return 0;
@@ -410,9 +425,11 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   if (!device_judged_enough(ex, dev, d)) return 0;
   /* Its kernel against the core's on the same items, per block costs left out: kept when it
    * is faster per core (and then given the cores in later runs: judge_takeover). */
-  double ratio = device_core_ratio(r, cpu, dev);
+  int kernel_read = 0;
+  double ratio = device_core_ratio(r, cpu, dev, &kernel_read);
   if (isfinite(ratio) && ratio > 0) *dev_rate = *core_rate * held / ratio;
   if (!(*core_rate > 0 && *dev_rate < *core_rate * held)) return 0;
+  *unread = kernel_unread(d, kernel_read && isfinite(ratio) && ratio > 0);
   if (!isfinite(ratio) || !(ratio > 0)) return 1; /* judged on its items over its busy time */
   /* Slower per core, but perhaps not by enough, or not yet known well enough. */
   return hlb__judge_release_on_ratio(ratio, d->busy_s);
@@ -424,13 +441,14 @@ static int release_weak_locked(driver *d) {
   run_ctx *r = d->r;
   int cpu = automatic_cpu_pu(r->ex);
   double dev_rate = 0, core_rate = 0;
+  int unread = 0;
   if (r->ex->released[d->pu]) { /* released while its block ran: retire it now */
     hlb_balancer_retire(r->b, d->bpu);
     return 1;
   }
   if ((int)d->pu != cpu) {
-    if (should_release(r, d->pu, cpu, &dev_rate, &core_rate)) {
-      release_locked(r, d->pu, cpu, dev_rate, core_rate, 0);
+    if (should_release(r, d->pu, cpu, &dev_rate, &core_rate, &unread)) {
+      release_locked(r, d->pu, cpu, dev_rate, core_rate, 0, unread);
       return 1;
     }
     /* Judged on its first blocks and not released: say so once. */
@@ -440,14 +458,16 @@ static int release_weak_locked(driver *d) {
     return 0;
   }
   for (unsigned i = 0; i < r->ex->n; i++)
-    if ((int)i != cpu && r->in_block[i] && should_release(r, i, cpu, &dev_rate, &core_rate))
-      release_locked(r, i, cpu, dev_rate, core_rate, 1);
+    if ((int)i != cpu && r->in_block[i] &&
+        should_release(r, i, cpu, &dev_rate, &core_rate, &unread))
+      release_locked(r, i, cpu, dev_rate, core_rate, 1, 0);
   return 0;
 }
 
 /* 1 when the stored samples of this host say that device i alone on `cores` cores (a run of
  * it alone) did HLB_EXEC_TAKE_CORES_FACTOR times the items per second of the cpu PU alone on as
- * many (a run whose device was released, or of the cpu PU alone), with why in `why`. Whole runs
+ * many (a run whose device was released, or of the cpu PU alone), with the two figures in `why`
+ * (written whenever both are known, for a release too: hand_back_tried). Whole runs
  * against whole runs: on this machine PoCL narrowed to one compute unit did 0.4-0.7x the cpu
  * kernel's rows per core, but on both it beat the cpu kernel on both by 1.15-1.2x (spmv,
  * mandelbrot), which no comparison within a mixed run can see. A device released before
@@ -465,11 +485,10 @@ static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int 
     cpu_rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, own) * cores / own;
     bound = "at most ";
   }
-  if (!(dev_rate > 0 && cpu_rate > 0 && dev_rate >= HLB_EXEC_TAKE_CORES_FACTOR * cpu_rate))
-    return 0;
+  if (!(dev_rate > 0 && cpu_rate > 0)) return 0;
   snprintf(why, cap, "alone on %u cores %.3g against %s%.3g items/s", cores, dev_rate, bound,
            cpu_rate);
-  return 1;
+  return dev_rate >= HLB_EXEC_TAKE_CORES_FACTOR * cpu_rate;
 }
 
 /* The device's items per second over those of the cores it held, from a release's reason
@@ -488,7 +507,8 @@ static double released_core_ratio(const char *reason) {
 /* 1 when released device `dev` should run alone on all `cores` once (HLB_EXEC_EXPLORE_MIN_CORE_
  * RATIO), with why in `why`: no stored run of it alone on them, the outcome of this run is kept
  * (stored with the models, or remembered by this executor), and its release found it doing at
- * least that fraction of the items per second of the cores it held. Once its run alone is
+ * least that fraction of the items per second of the cores it held, or could not read its
+ * kernel (HLB__KERNEL_UNREAD_MARK: its figures were its per-block costs). Once its run alone is
  * stored, whole_device_faster decides. */
 static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
                           unsigned cores, char *why, size_t cap) {
@@ -496,10 +516,56 @@ static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, 
   int kept = m->mode == HLB_MODELS_ON || m->from == HLB_MODELS_PREVIOUS_RUN;
   unsigned held = held_cores(ex, dev);
   if (!kept || !held || hlb__exec_models_rate_on(ex, m, dev, cores) > 0) return 0;
-  double ratio = released_core_ratio(hlb__exec_models_released(ex, m, dev));
-  if (!(ratio >= HLB_EXEC_EXPLORE_MIN_CORE_RATIO)) return 0;
-  snprintf(why, cap, "once alone (%.2fx a core of %s on %u)", ratio, ex->pu[cpu].name, held);
+  const char *reason = hlb__exec_models_released(ex, m, dev);
+  double ratio = released_core_ratio(reason);
+  int unread = reason && strstr(reason, HLB__KERNEL_UNREAD_MARK);
+  if (!(ratio >= HLB_EXEC_EXPLORE_MIN_CORE_RATIO) && !unread) return 0;
+  snprintf(why, cap, "once alone (%.2fx a core of %s on %u%s)", ratio, ex->pu[cpu].name, held,
+           unread ? ", its kernel not read" : "");
   return 1;
+}
+
+/* A device this executor gave the cpu PU's cores to try alone (explore_device), once its run
+ * alone is stored: it keeps them when it beat the cpu PU (whole_device_faster); else it is
+ * opened again on the cores it had and released, and the cpu PU gets them all back. What a new
+ * process does from the stored files (release_stored, give_cores_stored), for the passes of one
+ * executor: k-means' iterations, spmv's power steps. */
+static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
+  hlb_executor *ex = r->ex;
+  int cpu = automatic_cpu_pu(ex);
+  if (cpu < 0 || !ex->released[cpu]) return;
+  for (unsigned i = 0; i < ex->n; i++) {
+    unsigned before = ex->on_trial[i], cores = ex->pu[i].cores;
+    /* A trial that stored nothing (its run failed) is tried again. */
+    if (!before || (int)i == cpu || !(hlb__exec_models_rate_on(ex, m, i, cores) > 0)) continue;
+    char alone[200] = "";
+    ex->on_trial[i] = 0;
+    /* Reasons may be cut to their 160 bytes (the figures come first). */
+    if (whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone)) {
+      if (snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
+                   "released before the run: %s holds its cores (%u), faster: %s", ex->pu[i].name,
+                   cores, alone) < 0)
+        ex->release_reason[cpu][0] = '\0';
+      return;
+    }
+    if (hlb__session_reopen(ex, i, before) != 0) {
+      hlb_clear_error();
+      if (ex->dev[i]) return; /* still open on every core: it keeps them */
+    }
+    ex->released[i] = 1;
+    if (alone[0] ? snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
+                            "released: its run alone was not faster, %s in %s", alone,
+                            ex->pu[cpu].name) < 0
+                 : snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
+                            "released: its run alone could not be compared with %s's",
+                            ex->pu[cpu].name) < 0)
+      ex->release_reason[i][0] = '\0';
+    ex->released[cpu] = 0;
+    ex->release_reason[cpu][0] = '\0';
+    ex->cores_given[cpu] += before;
+    ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
+    return;
+  }
 }
 
 /* The other way round: a device that an earlier run found faster per core than the cpu PU
@@ -545,6 +611,7 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
       ex->cores_given[cpu] -= before; /* what it held before it was opened again */
       ex->release_reason[i][0] = '\0';
     }
+    if (explore) ex->on_trial[i] = before;
     /* The reason may be cut to its 160 bytes; the stored decision keeps it whole. */
     if (snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
                  "released before the run: its %u core%s went to %s (%u now), %s%s",
@@ -560,7 +627,8 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
  * worked to the end: when the device did HLB_EXEC_TAKE_CORES_FACTOR times the cpu PU's items
  * per second per core or more, say so (stored with the models: give_cores_stored acts on it
  * in later runs) and add it to the device's reason. Both rates are over the whole run's busy
- * time, on the cores each held. */
+ * time, on the cores each held. (A figure through the origin, its per-block costs in it, only
+ * overstates the device's time: faster so, it is faster.) */
 static void judge_takeover(run_ctx *r) {
   hlb_executor *ex = r->ex;
   int cpu = automatic_cpu_pu(ex);
@@ -572,7 +640,7 @@ static void judge_takeover(run_ctx *r) {
     if ((int)i == cpu || !r->prepared[i] || ex->released[i] || d->retired ||
         !computes_on_cores(ex, i) || !device_judged_enough(ex, i, d))
       continue;
-    double core_rate = cpu_rate_near(r, cpu, i, 0), ratio = device_core_ratio(r, cpu, i);
+    double core_rate = cpu_rate_near(r, cpu, i, 0), ratio = device_core_ratio(r, cpu, i, NULL);
     if (!(core_rate > 0) || !(ratio > 0) || !isfinite(ratio)) continue;
     double per_core = core_rate / ratio;
     if (!(per_core >= HLB_EXEC_TAKE_CORES_FACTOR * core_rate)) continue;
@@ -994,8 +1062,11 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
   }
   for (unsigned i = 0; i < ex->n; i++)
     ex->cores_changed_s[i][0] = ex->cores_changed_s[i][1] = NAN;
-  release_stored(r, &models);
-  give_cores_stored(r, &models);
+  if (!r->opt.same_pus) {
+    release_stored(r, &models);
+    hand_back_tried(r, &models);
+    give_cores_stored(r, &models);
+  }
   unsigned nb = prepare_all(r, bidx, &prep_err);
   if (prep_err) snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
   if (nb == 0)

@@ -53,6 +53,10 @@ struct hlb_executor {
    * core than the automatic cpu PU (exec.c, judge_takeover): the reason, stored with its
    * models so that later runs give it the cpu PU's cores; "" otherwise. */
   char (*takes_cores)[160];
+  /* A device given the cpu PU's cores to try it alone (exec.c, explore_device): the cores it
+   * had before, so that a later run of this executor can give them back when its run alone was
+   * the slower (hand_back_tried); 0 otherwise. */
+  unsigned *on_trial;
   hlb__exec_memo *memo; /* per codelet: the samples of this executor's runs */
   unsigned n_memo;
   /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging

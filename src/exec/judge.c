@@ -185,7 +185,7 @@ static double median_of(double *v, size_t n) {
  * where the cpu PU and PoCL each fill a core) read PoCL 4.2x slower per core than a core, though
  * its other 35 blocks said 0.6-1.0x: it was released in 8 of 10 first runs. The median ignores
  * up to 29 % of such points. */
-static double robust_slope(const double *x, const double *y, size_t n) {
+static double robust_slope(const double *x, const double *y, size_t n, int *line) {
   double pair[HLB__JUDGE_ROBUST_POINTS * (HLB__JUDGE_ROBUST_POINTS - 1) / 2];
   double rest[HLB__JUDGE_ROBUST_POINTS];
   if (n > HLB__JUDGE_ROBUST_POINTS) {
@@ -200,15 +200,19 @@ static double robust_slope(const double *x, const double *y, size_t n) {
     double slope = median_of(pair, m);
     for (size_t i = 0; i < n; i++)
       rest[i] = y[i] - slope * x[i];
-    if (slope > 0 && median_of(rest, n) >= 0) return slope;
+    if (slope > 0 && median_of(rest, n) >= 0) {
+      *line = 1;
+      return slope;
+    }
   }
+  *line = 0;
   for (size_t i = 0; i < n; i++)
     rest[i] = y[i] / x[i];
   return median_of(rest, n);
 }
 
 double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned dev_b,
-                             unsigned cpu_cores, unsigned held) {
+                             unsigned cpu_cores, unsigned held, int *kernel_read) {
   cpu_span span[HLB__JUDGE_WINDOW];
   double x[HLB__JUDGE_WINDOW], y[HLB__JUDGE_WINDOW];
   size_t from, n = cpu_spans(log, n_log, cpu_b, cpu_cores, span, &from), m = 0;
@@ -219,7 +223,10 @@ double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu
     double c = (double)e->count * near_cost(span, n, e->begin, e->begin + e->count);
     if (c > 0) x[m] = c, y[m++] = t * held;
   }
-  return m < 2 ? NAN : robust_slope(x, y, m);
+  int line = 0;
+  double ratio = m < 2 ? NAN : robust_slope(x, y, m, &line);
+  if (kernel_read) *kernel_read = line;
+  return ratio;
 }
 
 int hlb__judge_release_on_ratio(double ratio, double busy_s) {

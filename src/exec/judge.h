@@ -32,6 +32,11 @@ static inline void hlb__line_add(hlb__line_sums *l, double x, double y) {
  * a line that does not fit. 0 without points. */
 double hlb__line_slope(const hlb__line_sums *l, double *fixed);
 
+/* What a device's release reason says (exec.c, release_locked) when the judge could not read
+ * its kernel apart from its per-block costs: the next run whose samples are kept tries it alone
+ * on every core, whatever its figures (exec.c, explore_device). */
+#define HLB__KERNEL_UNREAD_MARK "its blocks too short to read its kernel"
+
 /* Log entries looked at: the newest this many, so that a judgement after every block of a long
  * run stays cheap. */
 #define HLB__JUDGE_WINDOW 256
@@ -56,9 +61,13 @@ double hlb__judge_cpu_rate_near(const hlb_decision *log, size_t n_log, unsigned 
  * time slice does not decide) through its newest HLB__JUDGE_ROBUST_POINTS finished blocks, each
  * its time times `held` against the cpu core-seconds for its items as above; through the origin
  * when the sizes do not spread or the line has a negative part. < 1: its kernel is faster per
- * core. NAN with fewer than two such blocks. */
+ * core. NAN with fewer than two such blocks. *kernel_read (may be NULL) is 1 for a line, its
+ * per-block costs left out, and 0 through the origin: the device's per-block costs are then
+ * part of the figure, and blocks whose time does not rise with their items' (PoCL's 46-row spmv
+ * blocks: 0.07-0.11 ms each, of which its kernel is about 2 microseconds) make it any multiple
+ * of its kernel's. */
 double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu_b, unsigned dev_b,
-                             unsigned cpu_cores, unsigned held);
+                             unsigned cpu_cores, unsigned held, int *kernel_read);
 
 /* 1 when a device computing on the host's cores whose kernel takes `ratio` core-seconds per
  * core-second of the cpu PU's (hlb__judge_core_ratio, > 1: slower), after its blocks kept it

@@ -51,11 +51,14 @@ static hlb__exec_memo *memo_find(hlb_executor *ex, const char *key) {
   return NULL;
 }
 
+/* The samples, the devices' decisions (released, takes_cores: the next run of the executor acts
+ * on them as a new process does on the file's) and the item costs of src. */
 static int copy_set(hlb__model_set *dst, const hlb__model_set *src) {
   memset(dst, 0, sizeof *dst);
   for (unsigned i = 0; i < src->n_pu; i++) {
     int rc = hlb__model_append(dst, src->pu[i].key, src->pu[i].s, src->pu[i].n);
     if (rc) return rc;
+    hlb__model_keep_decisions((hlb__stored_pu *)hlb__model_find(dst, src->pu[i].key), &src->pu[i]);
   }
   return hlb__model_set_item_cost(dst, src->item_cost, src->n_item_cost, src->item_cost_items,
                                   src->item_cost_trusted);

@@ -531,7 +531,8 @@ static int run_all(const run_args *a, hlb_app *app, hlb_executor *ex) {
     g.policy = "greedy";
     s.policy = "static";
     g.inject_pu = s.inject_pu = -1;
-    g.params = s.params = NULL; /* the parameters are the chosen policy's */
+    g.params = s.params = NULL;  /* the parameters are the chosen policy's */
+    g.same_pus = s.same_pus = 1; /* the PUs the chosen policy's run ended with */
     run_once(app, ex, &g, &r[1]);
     end_progress(&pl);
     run_once(app, ex, &s, &r[2]);
@@ -749,7 +750,7 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
   for (int k = 0; k < runs; k++) {
     hlb_exec_options ok = o;
     ok.policy = policies[k];
-    if (k) ok.inject_pu = -1, ok.params = NULL;
+    if (k) ok.inject_pu = -1, ok.params = NULL, ok.same_pus = 1;
     run_once_mpi(a, app, pus, n, &ok, &r[k], &st[k], g->rank);
   }
   int ok = r[0].verified;

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "exec/judge.h"
 #include "exec/model_store.h"
 #include "hlb/error.h"
 #include "hlb/exec.h"
@@ -473,12 +474,10 @@ static void test_judged_devices(void **st) {
   hlb_exec_stats_clear(&s);
 }
 
-/* The heavy kernel on the PUs of `spec` (a "cpu" among them throttled cpu_throttle times),
- * greedy with `params` (chunk=1 for a run judged as it goes: the device's thousands of blocks
- * outlast the cpu PU's first two, as in test_judged_devices), models read and written in
- * `dir`; keep: keep_weak_devices. */
-static void run_spec_with_models(const char *spec, double cpu_throttle, const char *dir, int keep,
-                                 const char *params, hlb_exec_stats *s) {
+/* An executor of the PUs of `spec` (a "cpu" among them throttled cpu_throttle times), and the
+ * options of a heavy-affine run: greedy with `params`, models `models` in `dir`. */
+static hlb_executor *heavy_executor(const char *spec, double cpu_throttle, const char *params,
+                                    int models, const char *dir, hlb_exec_options *o) {
   hlb_exec_pu pus[2];
   unsigned n = 0;
   assert_int_equal(hlb_exec_parse_pus(spec, pus, 2, &n), 0);
@@ -486,18 +485,28 @@ static void run_spec_with_models(const char *spec, double cpu_throttle, const ch
     if (pus[i].backend == HLB_BACKEND_CPU) pus[i].throttle = cpu_throttle;
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
-  hlb_codelet cl = heavy_codelet("heavy-affine");
+  hlb_exec_options_default(o);
+  o->policy = "greedy";
+  o->params = params;
+  o->models = models;
+  o->model_dir = dir;
+  return ex;
+}
+
+/* The heavy kernel on the PUs of `spec` (a "cpu" among them throttled cpu_throttle times),
+ * greedy with `params` (chunk=1 for a run judged as it goes: the device's thousands of blocks
+ * outlast the cpu PU's first two, as in test_judged_devices), models read and written in
+ * `dir`; keep: keep_weak_devices. */
+static void run_spec_with_models(const char *spec, double cpu_throttle, const char *dir, int keep,
+                                 const char *params, hlb_exec_stats *s) {
   hlb_exec_options o;
-  hlb_exec_options_default(&o);
-  o.policy = "greedy";
-  o.params = params;
-  o.models = HLB_MODELS_ON;
-  o.model_dir = dir;
+  hlb_executor *ex = heavy_executor(spec, cpu_throttle, params, HLB_MODELS_ON, dir, &o);
+  hlb_codelet cl = heavy_codelet("heavy-affine");
   o.keep_weak_devices = keep;
   if (hlb_executor_run(ex, &cl, N, &o, s)) fail_msg("%s", hlb_last_error());
   check();
   size_t items = 0;
-  for (unsigned i = 0; i < n; i++)
+  for (unsigned i = 0; i < s->n_pus; i++)
     items += s->per_pu[i].items;
   assert_int_equal(items, N);
   hlb_executor_destroy(ex);
@@ -550,6 +559,37 @@ static void test_device_takes_cores(void **st) {
   assert_true(s.per_pu[0].items > 0);
   hlb_exec_stats_clear(&s);
   remove_dir(dir);
+}
+
+/* A decision acts from the next run of the same executor on (a solver's next pass), with
+ * models off: the device found faster per core takes the cpu PU's cores in the second run; a
+ * second run with same_pus (`hlb run --compare`'s greedy and static runs) runs on the PUs as
+ * the first left them. */
+static void test_decision_acts_in_the_next_pass(void **st) {
+  (void)st;
+  for (int same_pus = 0; same_pus <= 1; same_pus++) {
+    hlb_exec_options o;
+    hlb_executor *ex = heavy_executor("cpu,opencl:0", 1000, "chunk=1", HLB_MODELS_OFF, NULL, &o);
+    hlb_codelet cl = heavy_codelet("heavy-affine");
+    hlb_exec_stats s = {0};
+    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+    check();
+    unsigned cus = s.pu[1].cores, cpu_cores = s.pu[0].cores;
+    int applies = cus > 0 && cpu_cores > 0; /* a GPU, or one core: nothing to give */
+    if (applies) assert_non_null(strstr(s.per_pu[1].release_reason, "later runs give it"));
+    hlb_exec_stats_clear(&s);
+    o.same_pus = same_pus;
+    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+    check();
+    assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+    if (applies) {
+      assert_int_equal(s.per_pu[0].released, !same_pus);
+      assert_int_equal(s.pu[1].cores, same_pus ? cus : cus + cpu_cores);
+      if (!same_pus) assert_int_equal(s.per_pu[1].items, N);
+    }
+    hlb_exec_stats_clear(&s);
+    hlb_executor_destroy(ex);
+  }
 }
 
 /* Greedy's blocks for runs that are compared whole (a PU alone, or a decision made before the
@@ -612,9 +652,9 @@ static void test_device_alone_faster_takes_cores(void **st) {
 
 /* Stored as a mixed run would leave them: the device narrowed beside the cpu PU released, its
  * blocks doing dev_rate items per second on its cores, the cpu PU's blocks cpu_rate on its own
- * (both written straight into the model file). */
+ * (both written straight into the model file); `note` ends the release's reason. */
 static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
-                            double dev_rate, double cpu_rate) {
+                            double dev_rate, double cpu_rate, const char *note) {
   hlb_codelet cl = codelet();
   cl.name = "heavy-affine";
   char codelet_key[256], dev_key[320], cpu_key[320];
@@ -629,11 +669,24 @@ static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const 
   hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, dev_key);
   /* The reason as the executor writes it: the device's rate against its cores' in the cpu PU. */
   snprintf(d->released, sizeof d->released,
-           "released: %.3g items/s against %.3g items/s for the %u core%s it held in cpu", dev_rate,
-           cpu_rate / cpu->cores * narrowed->cores, narrowed->cores,
-           narrowed->cores > 1 ? "s" : "");
+           "released: %.3g items/s against %.3g items/s for the %u core%s it held in cpu%s",
+           dev_rate, cpu_rate / cpu->cores * narrowed->cores, narrowed->cores,
+           narrowed->cores > 1 ? "s" : "", note);
   assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
   hlb__model_set_free(&set);
+}
+
+/* The cpu PU (throttled 10x) and the device narrowed beside it, as a mixed run opens them (a run
+ * that decides nothing); 0 when there is nothing to give (a GPU, or one core). */
+static int mixed_pus(hlb_exec_pu *host, hlb_exec_pu *narrowed) {
+  char dir[] = "/tmp/hlb-mixed-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_exec_stats s = {0};
+  run_spec_with_models("cpu,opencl:0", 10, dir, 1, ALONE_CHUNKS, &s); /* keep: nothing decided */
+  *host = s.pu[0], *narrowed = s.pu[1];
+  hlb_exec_stats_clear(&s);
+  remove_dir(dir);
+  return narrowed->cores > 0 && host->cores > 0;
 }
 
 /* A device released by a mixed run though it did half a core's items per second on its one
@@ -645,27 +698,37 @@ static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const 
  * core is not tried. */
 static void test_released_device_tried_alone(void **st) {
   (void)st;
-  char dir[] = "/tmp/hlb-explore-XXXXXX";
-  assert_non_null(mkdtemp(dir));
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
   hlb_exec_stats s = {0};
-  run_spec_with_models("cpu,opencl:0", 10, dir, 1, ALONE_CHUNKS, &s); /* keep: nothing decided */
-  hlb_exec_pu host = s.pu[0], narrowed = s.pu[1];
-  hlb_exec_stats_clear(&s);
-  remove_dir(dir);
-  if (narrowed.cores == 0 || host.cores == 0) return; /* a GPU, or one core: nothing to give */
-  char weak[] = "/tmp/hlb-explore-XXXXXX", tried[] = "/tmp/hlb-explore-XXXXXX";
+  char weak[] = "/tmp/hlb-explore-XXXXXX", tried[] = "/tmp/hlb-explore-XXXXXX",
+       unread[] = "/tmp/hlb-explore-XXXXXX";
   unsigned all = host.cores + narrowed.cores;
 
   assert_non_null(mkdtemp(weak));
-  store_mixed_run(weak, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores);
+  store_mixed_run(weak, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
   run_spec_with_models("cpu,opencl:0", 10, weak, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[1].released, 1); /* 0.1x a core: not tried */
   assert_int_equal(s.per_pu[0].items, N);
   hlb_exec_stats_clear(&s);
   remove_dir(weak);
 
+  /* The same 0.1x, read off blocks too short to show its kernel: tried alone once. */
+  assert_non_null(mkdtemp(unread));
+  store_mixed_run(unread, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores,
+                  "; " HLB__KERNEL_UNREAD_MARK);
+  run_spec_with_models("cpu,opencl:0", 10, unread, 0, ALONE_CHUNKS, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.10x a core of cpu"));
+  assert_non_null(strstr(s.per_pu[0].release_reason, "its kernel not read"));
+  assert_int_equal(s.per_pu[1].released, 0);
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, all);
+  hlb_exec_stats_clear(&s);
+  remove_dir(unread);
+
   assert_non_null(mkdtemp(tried));
-  store_mixed_run(tried, &narrowed, &host, 1e6 * 0.5 * narrowed.cores, 1e6 * host.cores);
+  store_mixed_run(tried, &narrowed, &host, 1e6 * 0.5 * narrowed.cores, 1e6 * host.cores, "");
   run_spec_with_models("cpu,opencl:0", 10, tried, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.50x a core of cpu"));
@@ -694,7 +757,7 @@ static void test_released_device_tried_alone(void **st) {
    * every core, and takes the cores in the next run without waiting for a cpu run alone. */
   char slow[] = "/tmp/hlb-explore-XXXXXX";
   assert_non_null(mkdtemp(slow));
-  store_mixed_run(slow, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores);
+  store_mixed_run(slow, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores, "");
   run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
   assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
   hlb_exec_stats_clear(&s);
@@ -703,6 +766,69 @@ static void test_released_device_tried_alone(void **st) {
   assert_int_equal(s.per_pu[1].items, N);
   hlb_exec_stats_clear(&s);
   remove_dir(slow);
+}
+
+/* Runs of one executor (the passes of k-means or spmv) act on what the runs before decided, as
+ * a new process acts on the stored files: a device the stored release says did 0.5x a core is
+ * tried alone on every core in the first run; the next run of the same executor compares its
+ * run alone with the cpu PU's rate and gives the cores back when it was not faster (the cpu PU's
+ * stored blocks: 10^6 items/s a core), or leaves them with it when it was (10 items/s a core).
+ * Every run does every item once. run_passes_after_trial: `runs` runs of one executor, the
+ * first checked to be the trial; the last one's stats in *last. */
+static void run_passes_after_trial(const char *dir, unsigned runs, hlb_exec_stats *last) {
+  hlb_exec_options o;
+  /* The cpu PU throttled 10x, as in the runs store_mixed_run's PUs come from: the same keys. */
+  hlb_executor *ex = heavy_executor("cpu,opencl:0", 10, ALONE_CHUNKS, HLB_MODELS_ON, dir, &o);
+  hlb_codelet cl = heavy_codelet("heavy-affine");
+  for (unsigned k = 0; k < runs; k++) {
+    hlb_exec_stats s = {0};
+    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+    check();
+    assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+    if (k == 0) { /* the trial: the device alone on every core */
+      assert_int_equal(s.per_pu[0].released, 1);
+      assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
+      assert_int_equal(s.per_pu[1].items, N);
+    }
+    if (k + 1 < runs)
+      hlb_exec_stats_clear(&s);
+    else
+      *last = s;
+  }
+  hlb_executor_destroy(ex);
+}
+
+static void test_trial_decided_within_one_executor(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  hlb_exec_stats s = {0};
+
+  /* Given back in the second run. (In a third, the cpu PU's own run on every core, throttled
+   * 10x, decides against the device's, as whole_device_faster does for a new process.) */
+  char fast_cpu[] = "/tmp/hlb-trial-XXXXXX";
+  assert_non_null(mkdtemp(fast_cpu));
+  store_mixed_run(fast_cpu, &narrowed, &host, 1e6 * 0.5 * narrowed.cores, 1e6 * host.cores, "");
+  run_passes_after_trial(fast_cpu, 2, &s);
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_int_equal(s.per_pu[0].items, N);
+  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+  assert_int_equal(s.pu[1].cores, narrowed.cores);
+  hlb_exec_stats_clear(&s);
+  remove_dir(fast_cpu);
+
+  char slow_cpu[] = "/tmp/hlb-trial-XXXXXX";
+  assert_non_null(mkdtemp(slow_cpu));
+  store_mixed_run(slow_cpu, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores, "");
+  run_passes_after_trial(slow_cpu, 3, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
+  hlb_exec_stats_clear(&s);
+  remove_dir(slow_cpu);
 }
 
 /* The cpu PU's blocks granted after a device released mid-run gave it its core ran on one more
@@ -831,8 +957,10 @@ int main(void) {
       cmocka_unit_test(test_bad_kernel_beside_cpu),
       cmocka_unit_test(test_judged_devices),
       cmocka_unit_test(test_device_takes_cores),
+      cmocka_unit_test(test_decision_acts_in_the_next_pass),
       cmocka_unit_test(test_device_alone_faster_takes_cores),
       cmocka_unit_test(test_released_device_tried_alone),
+      cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
       cmocka_unit_test(test_cpu_warm_up_not_judged),
       cmocka_unit_test(test_session_keeps_kernel),

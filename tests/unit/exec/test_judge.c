@@ -108,7 +108,7 @@ static void test_ratio_leaves_out_the_cost_per_block(void **st) {
   (void)st;
   hlb_decision log[32];
   size_t n = make_growing_log(log, 0.5, 2e-3);
-  double ratio = hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1);
+  double ratio = hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1, NULL);
   assert_true(fabs(ratio - 0.5) < 0.05);
   /* The naive comparison would have released it: device items per second under the core's. */
   double items = 0, secs = 0;
@@ -116,10 +116,34 @@ static void test_ratio_leaves_out_the_cost_per_block(void **st) {
     if (log[k].pu == DEV) items += (double)log[k].count, secs += log[k].compute_s;
   assert_true(items / secs < hlb__judge_cpu_rate_near(log, n, CPU, DEV, 1, 0));
   /* A device holding two cores spends twice the core-seconds for the same time. */
-  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 2) - 1.0) < 0.1);
+  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 2, NULL) - 1.0) < 0.1);
   /* A slower kernel: 3x a core's time per item. */
   n = make_growing_log(log, 3.0, 2e-3);
-  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1) - 3.0) < 0.3);
+  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1, NULL) - 3.0) < 0.3);
+}
+
+/* The judge says whether it read the device's kernel (a line, per-block costs left out) or only
+ * its blocks' times (through the origin): blocks whose time does not rise with their items'
+ * cost, as PoCL's launches of a few spmv rows, tell nothing of the kernel, however slow they
+ * read. */
+static void test_kernel_read_or_not(void **st) {
+  (void)st;
+  hlb_decision log[40];
+  int read = -1;
+  size_t n = make_growing_log(log, 0.5, 2e-3);
+  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1, &read) - 0.5) < 0.05);
+  assert_int_equal(read, 1);
+  /* 0.1 ms a block whatever its 16 items cost (16-336 microseconds of a core): the figure is
+   * the blocks' time over the cpu's, the kernel unread. */
+  n = make_log(log, 40, 16, 0.0, 1e-4, 3);
+  read = -1;
+  double ratio = hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1, &read);
+  assert_int_equal(read, 0);
+  assert_true(ratio > 0.2 && ratio < 7.0);
+  /* Too few blocks: no figure, nothing read. */
+  read = -1;
+  assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1, &read)));
+  assert_int_equal(read, 0);
 }
 
 /* The cpu PU's cost per block (a thread team's start) is left out of its cost per item as the
@@ -128,7 +152,7 @@ static void test_cpu_cost_per_block_left_out(void **st) {
   (void)st;
   hlb_decision log[32];
   size_t n = make_growing_log_fixed(log, 1.0, 1e-3, 3e-3);
-  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1) - 1.0) < 0.1);
+  assert_true(fabs(hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1, NULL) - 1.0) < 0.1);
 }
 
 /* A cpu block of fewer items than cores keeps only that many cores busy: one-item blocks of
@@ -167,16 +191,16 @@ static void test_ratio_unknown(void **st) {
   (void)st;
   hlb_decision log[4] = {entry(DEV, 0, 10, 1e-3, HLB_OUTCOME_DONE),
                          entry(DEV, 10, 20, 2e-3, HLB_OUTCOME_DONE)};
-  assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1)));
+  assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1, NULL)));
   assert_true(hlb__judge_cpu_rate_near(log, 2, CPU, DEV, 1, 1) == 0);
   log[2] = entry(CPU, 30, 10, 1e-3, HLB_OUTCOME_DONE);
   log[3] = entry(DEV, 40, 10, 0, HLB_OUTCOME_PENDING);
-  assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1)));
+  assert_true(isnan(hlb__judge_core_ratio(log, 2, CPU, DEV, 1, 1, NULL)));
   /* Pending blocks count only when asked: 30 items against 40 at the cpu's 1e4 items/s. */
   assert_true(fabs(hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 0) - 1e4) < 1e-6);
   assert_true(fabs(hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 1) - 1e4) < 1e-6);
   /* Equal sizes: the line through the origin. */
-  assert_true(fabs(hlb__judge_core_ratio(log, 3, CPU, DEV, 1, 1) - 1.0) < 0.6);
+  assert_true(fabs(hlb__judge_core_ratio(log, 3, CPU, DEV, 1, 1, NULL) - 1.0) < 0.6);
 }
 
 /* One device block delayed by a lost time slice (20x its kernel's time) among a dozen does not
@@ -188,7 +212,7 @@ static void test_one_late_block_does_not_decide(void **st) {
   size_t n = make_growing_log(log, 0.9, 1e-5);
   for (size_t k = 0; k < n; k++)
     if (log[k].pu == DEV && log[k].count == 256) log[k].compute_s *= 20.0;
-  double ratio = hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1);
+  double ratio = hlb__judge_core_ratio(log, n, CPU, DEV, 1, 1, NULL);
   if (!(fabs(ratio / 0.9 - 1.0) < 0.1)) fail_msg("core ratio %g, expected 0.9", ratio);
 }
 
@@ -204,7 +228,7 @@ static void test_running_cpu_block_raises_the_near_cost(void **st) {
   double near = hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 0);
   if (!(fabs(near / 25000.0 - 1.0) < 1e-6)) fail_msg("cpu rate %g, expected 25000", near);
   /* The device's 50 us an item over the cpu's 40: 1.25, not 25. */
-  double ratio = hlb__judge_core_ratio(log, 4, CPU, DEV, 1, 1);
+  double ratio = hlb__judge_core_ratio(log, 4, CPU, DEV, 1, 1, NULL);
   if (!(fabs(ratio - 1.25) < 1e-6)) fail_msg("core ratio %g, expected 1.25", ratio);
   log[1].compute_s = 1e-6; /* just started */
   near = hlb__judge_cpu_rate_near(log, 4, CPU, DEV, 1, 0);
@@ -273,6 +297,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rate_near_the_devices_items),
       cmocka_unit_test(test_ratio_leaves_out_the_cost_per_block),
+      cmocka_unit_test(test_kernel_read_or_not),
       cmocka_unit_test(test_cpu_cost_per_block_left_out),
       cmocka_unit_test(test_small_cpu_blocks_use_few_cores),
       cmocka_unit_test(test_ratio_unknown),
