@@ -429,7 +429,7 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   double ratio = device_core_ratio(r, cpu, dev, &kernel_read);
   if (isfinite(ratio) && ratio > 0) *dev_rate = *core_rate * held / ratio;
   if (!(*core_rate > 0 && *dev_rate < *core_rate * held)) return 0;
-  *unread = kernel_unread(d, kernel_read && isfinite(ratio) && ratio > 0);
+  *unread = kernel_unread(d, kernel_read);        /* a line's ratio is finite and positive */
   if (!isfinite(ratio) || !(ratio > 0)) return 1; /* judged on its items over its busy time */
   /* Slower per core, but perhaps not by enough, or not yet known well enough. */
   return hlb__judge_release_on_ratio(ratio, d->busy_s);

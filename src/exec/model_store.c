@@ -423,7 +423,8 @@ static int replace_file(const char *path, const char *text) {
   return rc;
 }
 
-void hlb__model_keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add) {
+/* add's decisions carried into `now` (hlb__model_merge_pu). */
+static void keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add) {
   /* The two contradict each other: the newest stands. */
   if (add->released[0]) {
     memcpy(now->released, add->released, sizeof now->released);
@@ -433,6 +434,14 @@ void hlb__model_keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add) {
     memcpy(now->takes_cores, add->takes_cores, sizeof now->takes_cores);
     now->released[0] = '\0';
   }
+}
+
+int hlb__model_merge_pu(hlb__model_set *set, const hlb__stored_pu *add) {
+  hlb__stored_pu *old = (hlb__stored_pu *)hlb__model_find(set, add->key);
+  if (old && add->replace) old->n = 0;
+  int rc = hlb__model_append(set, add->key, add->s, add->n);
+  if (rc == 0) keep_decisions((hlb__stored_pu *)hlb__model_find(set, add->key), add);
+  return rc;
 }
 
 int hlb__model_write(const char *dir, const char *codelet_key, const char *codelet_name,
@@ -457,13 +466,8 @@ int hlb__model_write(const char *dir, const char *codelet_key, const char *codel
    * plus this run's samples. An untrusted file is replaced. */
   hlb__model_set merged;
   rc = read_file(path, &merged, 0);
-  for (unsigned i = 0; rc == 0 && i < add->n_pu; i++) {
-    hlb__stored_pu *old = (hlb__stored_pu *)hlb__model_find(&merged, add->pu[i].key);
-    if (old && add->pu[i].replace) old->n = 0;
-    rc = hlb__model_append(&merged, add->pu[i].key, add->pu[i].s, add->pu[i].n);
-    hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&merged, add->pu[i].key);
-    if (!rc && now) hlb__model_keep_decisions(now, &add->pu[i]);
-  }
+  for (unsigned i = 0; rc == 0 && i < add->n_pu; i++)
+    rc = hlb__model_merge_pu(&merged, &add->pu[i]);
   /* The newest item costs learnt stand (a run that learnt none leaves the stored ones). */
   if (rc == 0 && add->item_cost_learnt)
     rc = hlb__model_set_item_cost(&merged, add->item_cost, add->n_item_cost, add->item_cost_items,

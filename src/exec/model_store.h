@@ -96,10 +96,11 @@ int hlb__model_parse(const char *text, hlb__model_set *out, char *why, size_t ca
 int hlb__model_write(const char *dir, const char *codelet_key, const char *codelet_name,
                      const hlb__model_set *add);
 
-/* A run's decisions about a PU (released, takes_cores) carried into the stored entry `now`:
- * a decision made stays until `hlb models clear` or a run decides the other way (the newest
- * stands); an entry without one keeps the old. */
-void hlb__model_keep_decisions(hlb__stored_pu *now, const hlb__stored_pu *add);
+/* Entry `add` merged into `set`: its samples appended to those of its key (which they replace
+ * when add->replace), and its decisions about the PU (released, takes_cores) kept: a decision
+ * made stays until `hlb models clear` or a run decides the other way (the newest stands); an
+ * entry without one keeps the old. */
+int hlb__model_merge_pu(hlb__model_set *set, const hlb__stored_pu *add);
 
 /* The samples of PU key `key`, or NULL. */
 const hlb__stored_pu *hlb__model_find(const hlb__model_set *set, const char *key);

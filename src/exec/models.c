@@ -56,9 +56,8 @@ static hlb__exec_memo *memo_find(hlb_executor *ex, const char *key) {
 static int copy_set(hlb__model_set *dst, const hlb__model_set *src) {
   memset(dst, 0, sizeof *dst);
   for (unsigned i = 0; i < src->n_pu; i++) {
-    int rc = hlb__model_append(dst, src->pu[i].key, src->pu[i].s, src->pu[i].n);
+    int rc = hlb__model_merge_pu(dst, &src->pu[i]);
     if (rc) return rc;
-    hlb__model_keep_decisions((hlb__stored_pu *)hlb__model_find(dst, src->pu[i].key), &src->pu[i]);
   }
   return hlb__model_set_item_cost(dst, src->item_cost, src->n_item_cost, src->item_cost_items,
                                   src->item_cost_trusted);
@@ -304,12 +303,8 @@ static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__mode
     if (rc) return rc;
   }
   for (unsigned i = 0; i < fresh->n_pu; i++) {
-    hlb__stored_pu *old = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
-    if (old && fresh->pu[i].replace) old->n = 0;
-    int rc = hlb__model_append(&e->set, fresh->pu[i].key, fresh->pu[i].s, fresh->pu[i].n);
+    int rc = hlb__model_merge_pu(&e->set, &fresh->pu[i]);
     if (rc) return rc;
-    hlb__stored_pu *now = (hlb__stored_pu *)hlb__model_find(&e->set, fresh->pu[i].key);
-    hlb__model_keep_decisions(now, &fresh->pu[i]);
   }
   /* The item costs this run learnt: the next run of this executor over as many items sizes
    * its blocks by them, as the next pass of an iterative code does (so does a new process,

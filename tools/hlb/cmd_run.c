@@ -750,7 +750,7 @@ static int run_mpi_runs(const run_args *a, hlb_app *app, hlb_exec_pu *pus, unsig
   for (int k = 0; k < runs; k++) {
     hlb_exec_options ok = o;
     ok.policy = policies[k];
-    if (k) ok.inject_pu = -1, ok.params = NULL, ok.same_pus = 1;
+    if (k) ok.inject_pu = -1, ok.params = NULL;
     run_once_mpi(a, app, pus, n, &ok, &r[k], &st[k], g->rank);
   }
   int ok = r[0].verified;

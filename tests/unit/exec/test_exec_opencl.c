@@ -773,9 +773,15 @@ static void test_released_device_tried_alone(void **st) {
  * tried alone on every core in the first run; the next run of the same executor compares its
  * run alone with the cpu PU's rate and gives the cores back when it was not faster (the cpu PU's
  * stored blocks: 10^6 items/s a core), or leaves them with it when it was (10 items/s a core).
- * Every run does every item once. run_passes_after_trial: `runs` runs of one executor, the
- * first checked to be the trial; the last one's stats in *last. */
-static void run_passes_after_trial(const char *dir, unsigned runs, hlb_exec_stats *last) {
+ * Every run does every item once. run_passes_after_trial: a mixed run stored in a new model
+ * directory (the device at half the cpu PU's `core_rate` per core), then `runs` runs of one
+ * executor from it, the first checked to be the trial; the last one's stats in *last. */
+static void run_passes_after_trial(const hlb_exec_pu *host, const hlb_exec_pu *narrowed,
+                                   double core_rate, unsigned runs, hlb_exec_stats *last) {
+  char dir[] = "/tmp/hlb-trial-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  store_mixed_run(dir, narrowed, host, core_rate * 0.5 * narrowed->cores, core_rate * host->cores,
+                  "");
   hlb_exec_options o;
   /* The cpu PU throttled 10x, as in the runs store_mixed_run's PUs come from: the same keys. */
   hlb_executor *ex = heavy_executor("cpu,opencl:0", 10, ALONE_CHUNKS, HLB_MODELS_ON, dir, &o);
@@ -796,6 +802,7 @@ static void run_passes_after_trial(const char *dir, unsigned runs, hlb_exec_stat
       *last = s;
   }
   hlb_executor_destroy(ex);
+  remove_dir(dir);
 }
 
 static void test_trial_decided_within_one_executor(void **st) {
@@ -806,10 +813,7 @@ static void test_trial_decided_within_one_executor(void **st) {
 
   /* Given back in the second run. (In a third, the cpu PU's own run on every core, throttled
    * 10x, decides against the device's, as whole_device_faster does for a new process.) */
-  char fast_cpu[] = "/tmp/hlb-trial-XXXXXX";
-  assert_non_null(mkdtemp(fast_cpu));
-  store_mixed_run(fast_cpu, &narrowed, &host, 1e6 * 0.5 * narrowed.cores, 1e6 * host.cores, "");
-  run_passes_after_trial(fast_cpu, 2, &s);
+  run_passes_after_trial(&host, &narrowed, 1e6, 2, &s);
   assert_int_equal(s.per_pu[1].released, 1);
   assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
   assert_int_equal(s.per_pu[0].released, 0);
@@ -817,18 +821,13 @@ static void test_trial_decided_within_one_executor(void **st) {
   assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
   assert_int_equal(s.pu[1].cores, narrowed.cores);
   hlb_exec_stats_clear(&s);
-  remove_dir(fast_cpu);
 
-  char slow_cpu[] = "/tmp/hlb-trial-XXXXXX";
-  assert_non_null(mkdtemp(slow_cpu));
-  store_mixed_run(slow_cpu, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores, "");
-  run_passes_after_trial(slow_cpu, 3, &s);
+  run_passes_after_trial(&host, &narrowed, 10, 3, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
   assert_int_equal(s.per_pu[1].items, N);
   assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
   hlb_exec_stats_clear(&s);
-  remove_dir(slow_cpu);
 }
 
 /* The cpu PU's blocks granted after a device released mid-run gave it its core ran on one more
