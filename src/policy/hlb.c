@@ -816,6 +816,29 @@ static int take_rest(const hlbp *h, unsigned pu, const hlb_curve *c, double now,
   return 1;
 }
 
+/* A PU whose blocks show no line yet (sizes within 1.5x of each other, or a slope that noise made
+ * zero or negative: `shaped`) has its mean rate for a curve, a line through the origin, which
+ * cannot tell a fixed cost from a slow item: it reads a PU whose 3-item probe took 0.36 s (0.37 s
+ * of fixed cost, 4.5 ms an item) as 120 ms an item, so the plan gives it a dozen items, the guard
+ * cuts its blocks to 2-4 items, all of one size, and it never learns better (`bench_sim
+ * superlinear`'s 64-PU cluster 3: six blocks of 2-4 items, 2.3 s busy for 18 items, the last one
+ * ending 0.12 s after the others). Its next block is therefore grow times its largest, halved
+ * while it would end after the common finish by that line, and not below twice the largest (the
+ * least spread that makes a line); 0 when no such block fits or the PU has a line. The line
+ * through the origin overstates a larger block whatever its fixed cost, so the finish is kept
+ * without tail_grow's cap near the end (which that same line would set: it sees 15 items as 1.8
+ * s), but within best_block's cap, and not in a pass that starts from measured item costs, whose
+ * blocks grow by tail_grow only. The guard does not cut it: its misses are that line's misreads of
+ * the fixed cost. docs/benchmarks.md, "A second size for a PU without a line". */
+static double spread_block(const hlbp *h, const hpu *q, const hlb_curve *c, double now) {
+  if (!h->planned || shaped(q) || hlb_balancer_items_measured(h->ctx->balancer)) return 0.0;
+  double x = h->prm[P_GROW] * q->u.max_items;
+  if (q->ycap > 0) x = fmin(x, q->ycap);
+  while (x >= 2.0 * q->u.max_items && now + hlb_curve_time(c, x) > h->target)
+    x *= 0.5;
+  return x >= 2.0 * q->u.max_items ? x : 0.0;
+}
+
 /* A block's cost to the count the pool hands out from where the next grant starts. */
 static size_t to_count(const hlbp *h, double x) {
   if (!hlb_balancer_has_item_cost(h->ctx->balancer)) return hlb__plb_round(h->ctx, x);
@@ -942,6 +965,8 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * 1.6 ms for the GPU's share (the simulator's H100 model, spikes map, remembered pass, seed 6:
    * 37.9 x the bound, 1.07 with the cap). */
   if (last && left <= cap && take_rest(h, pu, c, now, x, left, g, fixed, alive)) x = left;
+  double spread = spread_block(h, q, c, now);
+  if (spread > x && spread <= left) x = spread;
   *count = to_count(h, x);
   return HLB_GRANT;
 }

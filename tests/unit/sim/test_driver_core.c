@@ -300,9 +300,11 @@ static void blocks_near_the_end_grow_less(void **state) {
             "\"cpu\", \"time\": {\"const\": 0.5, \"linear\": 0.009, \"cubic\": 2e-7}}, {\"name\": "
             "\"d\", \"kind\": \"cpu\", \"time\": {\"const\": 0.3, \"linear\": 0.005, "
             "\"quadratic\": 9e-6}}]}]}");
+  /* 1.049 and 1.314 before spread_block; with it c reads its line a block sooner and the 4x
+   * growth costs less (1.051 and 1.137). */
   double on = mean_ratio(c, 20000, NULL, 20), off = mean_ratio(c, 20000, "tail_grow=4", 20);
-  if (!(on < 1.12 && off > 1.3))
-    fail_msg("tail_grow 1.5: %.4f, 4 (as grow): %.4f x the bound (expected < 1.12 and > 1.3)", on,
+  if (!(on < 1.08 && off > 1.1))
+    fail_msg("tail_grow 1.5: %.4f, 4 (as grow): %.4f x the bound (expected < 1.08 and > 1.1)", on,
              off);
   hlb_cluster_free(c);
 }
@@ -343,6 +345,29 @@ static void a_pu_too_slow_for_the_finish_waits(void **state) {
 static void a_last_block_beyond_every_size_run_may_be_cut(void **state) {
   (void)state;
   assert_mean_below(data_cluster("superlinear-16pu-1"), 100000, 10, 1.11, "16 superlinear PUs");
+}
+
+/* A PU whose blocks show no line yet gets a second size (spread_block): p23 and p15 of `bench_sim
+ * superlinear`'s 64-PU cluster 3 (0.37 and 0.33 s of fixed cost, 4.5 and 6.9 ms an item) read as
+ * 120 ms an item off their 3-item probes, were given blocks of 1-5 items, all about one size, and
+ * did 12-32 items each in a 2.2 s run (seeds 1-5); with a block 4x the probe they read their line
+ * and do 61-135. */
+static void a_pu_without_a_line_gets_a_second_size(void **state) {
+  (void)state;
+  hlb_cluster *c = data_cluster("superlinear-64pu-3");
+  for (uint64_t seed = 1; seed <= 5; seed++) {
+    hlb_sim_options o = {.n_items = 100000, .policy = "hlb", .seed = seed};
+    hlb_sim_result *r = NULL;
+    if (hlb_sim_run(c, &o, &r)) fail_msg("sim: %s", hlb_last_error());
+    assert_true(r->exactly_once);
+    const unsigned slow_starters[] = {23, 15};
+    for (unsigned i = 0; i < 2; i++)
+      if (!(r->items_per_pu[slow_starters[i]] >= 45))
+        fail_msg("seed %u: p%u did %zu items (expected >= 45)", (unsigned)seed, slow_starters[i],
+                 r->items_per_pu[slow_starters[i]]);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
 }
 
 /* The simulator's model of the H100 machine of docs/benchmarks.md; `extra` adds top-level
@@ -471,6 +496,7 @@ int main(void) {
       cmocka_unit_test(weak_device_is_released_and_its_core_given_back),
       cmocka_unit_test(a_curve_the_solve_refuses_does_not_spoil_the_plan),
       cmocka_unit_test(a_pu_too_slow_for_the_finish_waits),
+      cmocka_unit_test(a_pu_without_a_line_gets_a_second_size),
       cmocka_unit_test(blocks_are_not_cut_below_the_fixed_cost),
       cmocka_unit_test(a_smaller_block_later_shows_the_flat_size),
       cmocka_unit_test(a_flat_pu_is_guarded_to_twice_its_flat_size),
