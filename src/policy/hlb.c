@@ -164,6 +164,10 @@ typedef struct hpu {
   /* best_block: items, seconds and blocks per octave of block size (2^k <= x < 2^(k+1)) */
   double bin_x[BINS], bin_t[BINS];
   unsigned bin_n[BINS];
+  /* Per octave over every sample, an earlier pass's included: items, seconds, count and sum of
+   * squared times per item (largest_size_dear). */
+  double all_x[BINS], all_t[BINS], all_r2[BINS];
+  unsigned all_n[BINS];
 } hpu;
 
 typedef struct hlbp {
@@ -313,6 +317,12 @@ static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
   if (beyond_band(h, q)) q->uneven = 1;
 }
 
+/* The octave of block size x: 2^k <= x < 2^(k+1), the last one open-ended. */
+static int octave(double x) {
+  int k = (int)floor(log2(fmax(x, 1.0)));
+  return k < BINS ? k : BINS - 1;
+}
+
 /* best_block (issue 13: curves where small blocks win). With quadratic, cubic or x ln x terms
  * the time per item c(y) / y has its minimum at a finite y*, and a share cut into blocks near
  * y* costs share * c(y*) / y*, less than one block of the share: the simulator's lower bound is
@@ -338,8 +348,7 @@ static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
  * the smallest size measured, e.g. the probe), the cap is the best bin's size: nothing below
  * it is known. */
 static void best_block_add(hpu *q, double x, double t) {
-  int k = (int)floor(log2(fmax(x, 1.0)));
-  if (k >= BINS) k = BINS - 1;
+  int k = octave(x);
   q->bin_x[k] += x;
   q->bin_t[k] += t;
   q->bin_n[k]++;
@@ -465,6 +474,13 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
    * 7-row probes of the cheap top rows capped every block at 7 rows, 113 blocks, 1.9x the
    * time). The rise must show in this run's own blocks. */
   if (x > 0 && t > 0 && !prior) best_block_add(q, x, t);
+  if (x > 0 && t > 0) {
+    int k = octave(x);
+    q->all_x[k] += x;
+    q->all_t[k] += t;
+    q->all_r2[k] += (t / x) * (t / x);
+    q->all_n[k]++;
+  }
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;
@@ -839,6 +855,41 @@ static double spread_block(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   return x >= 2.0 * q->u.max_items ? x : 0.0;
 }
 
+/* How far a dearer time per item must be beyond the spread of the times per item within one
+ * octave (their coefficient of variation, pooled) to count in largest_size_dear. */
+#define DEAR_SPREAD 2.0
+
+/* 1 when the octave of the PU's largest block, over every sample it has (an earlier pass's
+ * included), is dearer per item than its cheapest smaller octave by more than RISE and more than
+ * DEAR_SPREAD times the spread of times per item within octaves: a superlinear term met, not
+ * noise. 0 while no octave holds two samples (no spread to judge by). In a pass that starts from
+ * measured item costs best_block is off (a smoothed map makes sizes look dear), and blocks still
+ * grew by tail_grow past the largest each pass: a cubic PU of `bench_sim superlinear`'s 64-PU
+ * cluster 1 (best block about 190 items) ran 288 in the first pass, 432 in the second (4.1 ms an
+ * item against 3.0 at 192) and started the third with 648 (4.2 s in a 2.7 s run; seed 11). The
+ * spread keeps the rule off where blocks' times scatter for other reasons: on the simulator's
+ * H100 model a host's delays, and spikes met once, made the GPU's largest octave look dear, and
+ * held to it, its blocks each paid a delay (spikes with host delays, 20000 rows: 1.43 -> 1.90 x the
+ * bound without the spread). docs/benchmarks.md, "No growth past a size found dear". */
+static int largest_size_dear(const hpu *q) {
+  int top = octave(q->u.max_items);
+  if (!(q->all_x[top] > 0)) return 0;
+  double best = INFINITY, cv_sum = 0.0, dof = 0.0;
+  for (int k = 0; k < BINS; k++) {
+    if (!(q->all_x[k] > 0)) continue;
+    double mean = q->all_t[k] / q->all_x[k];
+    if (k < top) best = fmin(best, mean);
+    unsigned n = q->all_n[k];
+    if (n < 2) continue;
+    double var = fmax(q->all_r2[k] / n - mean * mean, 0.0) * n / (n - 1.0);
+    cv_sum += (n - 1.0) * sqrt(var) / mean;
+    dof += n - 1.0;
+  }
+  if (!(dof > 0) || !isfinite(best)) return 0;
+  double spread = cv_sum / dof;
+  return q->all_t[top] / q->all_x[top] > (1.0 + fmax(RISE, DEAR_SPREAD * spread)) * best;
+}
+
 /* A block's cost to the count the pool hands out from where the next grant starts. */
 static size_t to_count(const hlbp *h, double x) {
   if (!hlb_balancer_has_item_cost(h->ctx->balancer)) return hlb__plb_round(h->ctx, x);
@@ -941,6 +992,9 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * The second lowers the cap even for a block already within it: take_rest reads the cap. A
    * block within tail_cap needs no curve evaluation. */
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
+  /* And not past a size already found dear (largest_size_dear). */
+  if (hlb_balancer_items_measured(h->ctx->balancer) && largest_size_dear(q))
+    tail_cap = q->u.max_items;
   if (hlb_balancer_items_measured(h->ctx->balancer) ||
       (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now)))
     cap = fmin(cap, tail_cap);
