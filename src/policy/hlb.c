@@ -855,6 +855,21 @@ static double spread_block(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   return x >= 2.0 * q->u.max_items ? x : 0.0;
 }
 
+/* 1 when a PU whose blocks show no line yet (`shaped`) should wait rather than take block x:
+ * others are busy, and x would end after the common finish by more than tail_idle of the
+ * predicted makespan even at the PU's fastest block time so far. Its mean-rate line reads a
+ * fixed cost as items, so it sees a smaller block as proportionally shorter, and nothing
+ * measured says so: `bench_sim superlinear`'s 64-PU cluster 3, p11 (0.73 s of fixed cost), after
+ * two 3-item blocks of 0.71 and 0.78 s, took 2 items predicted at 0.5 s with 0.66 s left; they
+ * took 0.78 s and the run ended 0.12 s (5 %) after the other 63. A PU with a line has its fixed
+ * cost in it, and the wait for a share under one granule covers it (hlb_next). */
+static int unshaped_ends_late(const hlbp *h, const hpu *q, const hlb_curve *c, double now,
+                              double x) {
+  if (!h->planned || shaped(q) || hlb__plb_busy(h->ctx) == 0) return 0;
+  double t = fmax(hlb_curve_time(c, x), q->min_t);
+  return now + t > h->target + h->prm[P_TAIL] * (h->target - h->t0);
+}
+
 /* How far a dearer time per item must be beyond the spread of the times per item within one
  * octave (their coefficient of variation, pooled) to count in largest_size_dear. */
 #define DEAR_SPREAD 2.0
@@ -1021,6 +1036,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (last && left <= cap && take_rest(h, pu, c, now, x, left, g, fixed, alive)) x = left;
   double spread = spread_block(h, q, c, now);
   if (spread > x && spread <= left) x = spread;
+  if (unshaped_ends_late(h, q, c, now, x)) return HLB_WAIT;
   *count = to_count(h, x);
   return HLB_GRANT;
 }
