@@ -139,6 +139,13 @@ typedef struct miss_ring {
 #define BINS 40  /* best_block: octaves of block size, 1 to 2^40 items */
 #define RISE 0.1 /* best_block: the rise per item that shows a superlinear curve (see there) */
 
+/* Sums per octave of block size (2^k <= x < 2^(k+1)): items, seconds, blocks and squared times
+ * per item. */
+typedef struct octave_sums {
+  double x[BINS], t[BINS], r2[BINS];
+  unsigned n[BINS];
+} octave_sums;
+
 typedef struct hpu {
   hlb__plb_pu u;
   double corr;         /* measured / base-curve time, exponentially weighted */
@@ -160,14 +167,9 @@ typedef struct hpu {
   /* Priors' sizes and times, kept until the PU's first grant (check_prior_fit); freed then. */
   double *prior_x, *prior_t;
   size_t prior_n, prior_cap;
-  double ycap; /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
-  /* best_block: items, seconds and blocks per octave of block size (2^k <= x < 2^(k+1)) */
-  double bin_x[BINS], bin_t[BINS];
-  unsigned bin_n[BINS];
-  /* Per octave over every sample, an earlier pass's included: items, seconds, count and sum of
-   * squared times per item (largest_size_dear). */
-  double all_x[BINS], all_t[BINS], all_r2[BINS];
-  unsigned all_n[BINS];
+  double ycap;      /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
+  octave_sums bins; /* best_block: this run's own blocks */
+  octave_sums all;  /* every sample, an earlier pass's included (largest_size_dear) */
 } hpu;
 
 typedef struct hlbp {
@@ -347,19 +349,20 @@ static int octave(double x) {
  * value, kept between the best bin and the dearer one. With no smaller neighbour (the best is
  * the smallest size measured, e.g. the probe), the cap is the best bin's size: nothing below
  * it is known. */
-static void best_block_add(hpu *q, double x, double t) {
+static void octave_add(octave_sums *o, double x, double t) {
   int k = octave(x);
-  q->bin_x[k] += x;
-  q->bin_t[k] += t;
-  q->bin_n[k]++;
+  o->x[k] += x;
+  o->t[k] += t;
+  o->r2[k] += (t / x) * (t / x);
+  o->n[k]++;
 }
 
 static double bin_rate(const hpu *q, int k) {
-  return q->bin_t[k] / q->bin_x[k];
+  return q->bins.t[k] / q->bins.x[k];
 }
 
 static double bin_size(const hpu *q, int k) {
-  return q->bin_x[k] / q->bin_n[k];
+  return q->bins.x[k] / q->bins.n[k];
 }
 
 static void find_best_block(hlbp *h, unsigned p) {
@@ -374,14 +377,14 @@ static void find_best_block(hlbp *h, unsigned p) {
   if (!(h->prm[P_BEST] > 0) || hlb_balancer_items_measured(h->ctx->balancer)) return;
   int b = -1;
   for (int k = 0; k < BINS; k++)
-    if (q->bin_n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;
+    if (q->bins.n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;
   if (b < 0) return;
   double rb = bin_rate(q, b), rise = 1.0 + fmax(2.0 * slack, RISE);
   int lo = -1, up = -1;
   for (int k = b - 1; k >= 0 && lo < 0; k--)
-    if (q->bin_n[k]) lo = k;
+    if (q->bins.n[k]) lo = k;
   for (int k = b + 1; k < BINS && up < 0; k++)
-    if (q->bin_n[k] && bin_rate(q, k) > rise * rb) up = k; /* the first larger bin that rose */
+    if (q->bins.n[k] && bin_rate(q, k) > rise * rb) up = k; /* the first larger bin that rose */
   if (up < 0) return;
   double cap = bin_size(q, b);
   if (lo >= 0) {
@@ -473,13 +476,9 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
    * PoCL after greedy's runs: greedy's 13-row blocks of the costly rows against this run's
    * 7-row probes of the cheap top rows capped every block at 7 rows, 113 blocks, 1.9x the
    * time). The rise must show in this run's own blocks. */
-  if (x > 0 && t > 0 && !prior) best_block_add(q, x, t);
   if (x > 0 && t > 0) {
-    int k = octave(x);
-    q->all_x[k] += x;
-    q->all_t[k] += t;
-    q->all_r2[k] += (t / x) * (t / x);
-    q->all_n[k]++;
+    if (!prior) octave_add(&q->bins, x, t);
+    octave_add(&q->all, x, t);
   }
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
@@ -888,21 +887,22 @@ static int unshaped_ends_late(const hlbp *h, const hpu *q, const hlb_curve *c, d
  * bound without the spread). docs/benchmarks.md, "No growth past a size found dear". */
 static int largest_size_dear(const hpu *q) {
   int top = octave(q->u.max_items);
-  if (!(q->all_x[top] > 0)) return 0;
+  const octave_sums *o = &q->all;
+  if (!(o->x[top] > 0)) return 0;
   double best = INFINITY, cv_sum = 0.0, dof = 0.0;
   for (int k = 0; k < BINS; k++) {
-    if (!(q->all_x[k] > 0)) continue;
-    double mean = q->all_t[k] / q->all_x[k];
+    if (!(o->x[k] > 0)) continue;
+    double mean = o->t[k] / o->x[k];
     if (k < top) best = fmin(best, mean);
-    unsigned n = q->all_n[k];
+    unsigned n = o->n[k];
     if (n < 2) continue;
-    double var = fmax(q->all_r2[k] / n - mean * mean, 0.0) * n / (n - 1.0);
+    double var = fmax(o->r2[k] / n - mean * mean, 0.0) * n / (n - 1.0);
     cv_sum += (n - 1.0) * sqrt(var) / mean;
     dof += n - 1.0;
   }
   if (!(dof > 0) || !isfinite(best)) return 0;
   double spread = cv_sum / dof;
-  return q->all_t[top] / q->all_x[top] > (1.0 + fmax(RISE, DEAR_SPREAD * spread)) * best;
+  return o->t[top] / o->x[top] > (1.0 + fmax(RISE, DEAR_SPREAD * spread)) * best;
 }
 
 /* A block's cost to the count the pool hands out from where the next grant starts. */
@@ -1006,11 +1006,10 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    *   1.53 x (docs/benchmarks.md, "Later passes grow by tail_grow").
    * The second lowers the cap even for a block already within it: take_rest reads the cap. A
    * block within tail_cap needs no curve evaluation. */
+  int measured = hlb_balancer_items_measured(h->ctx->balancer);
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
-  /* And not past a size already found dear (largest_size_dear). */
-  if (hlb_balancer_items_measured(h->ctx->balancer) && largest_size_dear(q))
-    tail_cap = q->u.max_items;
-  if (hlb_balancer_items_measured(h->ctx->balancer) ||
+  if (measured && largest_size_dear(q)) tail_cap = q->u.max_items; /* not past a dear size */
+  if (measured ||
       (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now)))
     cap = fmin(cap, tail_cap);
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
