@@ -10,6 +10,8 @@
  *                                         to the lower bound of greedy, plb-hac and hlb, of
  *                                         hlb's third pass remembering the first two, and of
  *                                         hlb with PARAMS (e.g. best_block=0) when given
+ *   bench_sim superlinear-cluster PUS K  prints the JSON of that table's cluster K (1-3) of PUS
+ *                                         PUs, for `hlb sim FILE` (docs/benchmarks.md)
  *   bench_sim all      (default)         events, scale and policies, with their default sizes
  */
 #include <dirent.h>
@@ -364,6 +366,25 @@ static void bench_superlinear(const char *params) {
   print_geomean("geometric mean (superlinear)", lr, lg, n, rows);
 }
 
+/* bench_sim superlinear-cluster PUS K: the cluster bench_superlinear names "PUS PUs, cluster K"
+ * (the same seed), as JSON on stdout. */
+static int print_superlinear_cluster(int argc, char **argv) {
+  int pus = argc > 2 ? atoi(argv[2]) : 0, k = argc > 3 ? atoi(argv[3]) : 0;
+  if (argc != 4 || pus < 1 || pus > 4096 || k < 1) {
+    fprintf(stderr, "usage: bench_sim superlinear-cluster PUS K (PUS 1-4096, K >= 1; the table's "
+                    "clusters are PUS 2, 4, ..., 64 and K 1-3)\n");
+    return 2;
+  }
+  char *json = superlinear_cluster_json((unsigned)pus, 7000 + 100 * (uint64_t)pus + (uint64_t)k);
+  if (!json) {
+    fprintf(stderr, "superlinear-cluster: out of memory\n");
+    return 1;
+  }
+  printf("%s\n", json);
+  free(json);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "all";
   if (!strcmp(what, "events") || !strcmp(what, "all"))
@@ -375,5 +396,6 @@ int main(int argc, char **argv) {
   if (!strcmp(what, "policies") || !strcmp(what, "all"))
     bench_policies(argc > 2 && strcmp(what, "all") ? argv[2] : HLB_PRESETS_DIR);
   if (!strcmp(what, "superlinear")) bench_superlinear(argc > 2 ? argv[2] : NULL);
+  if (!strcmp(what, "superlinear-cluster")) return print_superlinear_cluster(argc, argv);
   return 0;
 }

@@ -119,6 +119,12 @@ HLB_EXTERN int hlb_balancer_has_item_cost(const hlb_balancer *b);
  * miss is noise or a slow PU, not an unforeseen dear region, and a policy's guards for work
  * seen once need not bind. */
 HLB_EXTERN int hlb_balancer_items_measured(const hlb_balancer *b);
+/* 1 when this pass's item costs are on trial, vary little over the items (their coefficient of
+ * variation under 0.3), and this pass's finished blocks do not say otherwise: each PU's line of
+ * time against count misses them by little more than noise, or too few are scored to tell. An
+ * earlier pass measured the items and found nothing in their costs to tell apart; a policy may
+ * size such a pass as it would a first pass over uniform items. */
+HLB_EXTERN int hlb_balancer_items_look_uniform(const hlb_balancer *b);
 /* The cost of every item still in the pool. O(ranges given back by failures). */
 HLB_EXTERN double hlb_balancer_remaining_cost(const hlb_balancer *b);
 /* How many items the next grant would hold for a block of this cost (at least 1, at most what

@@ -132,6 +132,7 @@ static int setup_density(hlb_balancer *b, const hlb_balancer_config *c) {
   else if (b->learn_cost)
     rc = hlb__density_init(&b->trial, b->n_items, bins, c->item_cost, m);
   b->use_cost = b->density.n > 0;
+  b->trial_spread = hlb__density_spread(&b->trial);
   /* The samples stored before this pass are in these costs' units (hlb_balancer_log_sample). */
   b->given = !m ? GIVEN_NONE : c->item_cost_on_trial ? GIVEN_ON_TRIAL : GIVEN_WHOLE;
   return rc;
@@ -696,6 +697,32 @@ int hlb_balancer_samples_rescaled(const hlb_balancer *b) {
    * the ones stored before are of other items, or in the units a run without costs keeps. */
   return b && b->learn_cost && b->given != GIVEN_NONE &&
          b->given != (costs_trusted(b) ? GIVEN_WHOLE : GIVEN_ON_TRIAL);
+}
+
+/* Costs on trial read as items of one cost (hlb_balancer_items_look_uniform): the map an earlier
+ * pass learnt varies over the items by under HLB_ITEM_COST_FLAT (its bins' coefficient of
+ * variation), and this pass's blocks do not say otherwise: the counts' misfit to them
+ * (hlb__density_misfit, mean squared log overrun of each PU's line of time against count) is
+ * under HLB_ITEM_COST_UNIFORM, or too few are scored to tell. Second passes, seed 1
+ * (docs/benchmarks.md, "Items measured uniform"): maps learnt from items of one cost varied by
+ * 0.009-0.17 on the simulator's presets and 0.05-0.14 on `bench_sim superlinear`'s clusters
+ * (noise 0.05 and each PU's quadratic, cubic or x ln x term read through a line), those of the
+ * mandelbrot, segments and spikes maps by 1.0-1.8 and the H100 model's by 0.63-1.03 (its host
+ * delays alone 0.63); the counts' misfit was 0.00005-0.03 and 0.064 against 0.64-7.4. */
+#define HLB_ITEM_COST_FLAT 0.3
+#define HLB_ITEM_COST_UNIFORM 0.1
+
+int hlb_balancer_items_look_uniform(const hlb_balancer *b) {
+  if (!hlb_balancer_item_cost_on_trial(b) || !(b->trial_spread < HLB_ITEM_COST_FLAT)) return 0;
+  /* Scored again once an eighth more blocks finished: a policy asks after every block, and each
+   * scoring reads them all (every block, 0.27 -> 0.57 s for three passes of 64 PUs). */
+  hlb_balancer *m = (hlb_balancer *)b;
+  if (m->n_obs > m->n_count_judged + m->n_count_judged / 8) {
+    m->count_misfit =
+        hlb__density_misfit(m->n_items, m->n_pus, m->obs, m->n_obs, NULL, &m->n_count_scored);
+    m->n_count_judged = m->n_obs;
+  }
+  return m->n_count_scored < HLB_ITEM_COST_EVIDENCE || m->count_misfit < HLB_ITEM_COST_UNIFORM;
 }
 
 int hlb_balancer_item_cost_on_trial(const hlb_balancer *b) {

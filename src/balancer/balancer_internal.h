@@ -53,9 +53,14 @@ struct hlb_balancer {
    * given to a policy that does not size by costs: whole, to be scored against this pass's
    * blocks; empty otherwise. */
   hlb__density trial;
+  double trial_spread; /* hlb__density_spread of trial */
   /* hlb_balancer_item_cost_trusted from the first n_judged observations. */
   int trusted;
   size_t n_judged;
+  /* hlb_balancer_items_look_uniform: the counts' misfit to the first n_count_judged
+   * observations, n_count_scored of them scored. */
+  double count_misfit;
+  size_t n_count_judged, n_count_scored;
   /* The costs given: none, on trial (blocks sized by count), trusted (blocks sized by them):
    * the units of the samples the caller kept before this pass. */
   enum { GIVEN_NONE, GIVEN_ON_TRIAL, GIVEN_WHOLE } given;

@@ -116,6 +116,17 @@ double hlb__density_cost(const hlb__density *d, size_t begin, size_t count) {
   return cost_to(d, (double)(begin + count)) - cost_to(d, (double)begin);
 }
 
+double hlb__density_spread(const hlb__density *d) {
+  if (d->n == 0) return 0.0;
+  double sum = 0.0, sq = 0.0;
+  for (unsigned k = 0; k < d->n; k++) {
+    sum += d->rel[k];
+    sq += d->rel[k] * d->rel[k];
+  }
+  double mean = sum / d->n;
+  return mean > 0 ? sqrt(fmax(sq / d->n - mean * mean, 0.0)) / mean : 0.0;
+}
+
 size_t hlb__density_count_for_cost(const hlb__density *d, size_t begin, size_t max, double cost) {
   if (!(cost > 0)) return 0;
   if (d->n == 0) return cost >= (double)max ? max : (size_t)cost;

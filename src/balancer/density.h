@@ -58,6 +58,9 @@ void hlb__density_fini(hlb__density *d);
 /* Cost of items [begin, begin + count) in average items (count without a density). */
 double hlb__density_cost(const hlb__density *d, size_t begin, size_t count);
 
+/* The coefficient of variation of the bins' relative costs: 0 for no density or a flat one. */
+double hlb__density_spread(const hlb__density *d);
+
 /* The largest count from `begin` (at most `max`) whose cost is at most `cost`. */
 size_t hlb__density_count_for_cost(const hlb__density *d, size_t begin, size_t max, double cost);
 

@@ -319,6 +319,21 @@ static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
   if (beyond_band(h, q)) q->uneven = 1;
 }
 
+/* 1 in a pass whose items an earlier pass measured, unless that pass's costs are on trial and
+ * both they and this pass's blocks say the items cost the same (hlb_balancer_items_look_uniform).
+ * best_block's cap is then set as in a first pass. Without that exception it was off in every
+ * later pass over `bench_sim superlinear`'s clusters, and a quadratic PU's blocks grew to 575
+ * items against its best 120 (4-PU cluster 1: the first pass 1.023 x the bound, every later one
+ * 1.23). The other rules for measured items stay: growth by tail_grow in such a pass keeps a PU
+ * that starts from an earlier pass's blocks (hundreds of items) out of a cubic wall that its
+ * probes never met (grown by `grow`, 8046 items that took 101 s, 8-PU cluster 1, seed 8), and
+ * spread_block, a first pass's probing, cost Boinski's Jacobi systems at 2048 a later pass's
+ * edge (1.012 -> 1.023 x the bound). docs/benchmarks.md, "Items measured uniform". */
+static int item_costs_matter(const hlbp *h) {
+  const hlb_balancer *b = h->ctx->balancer;
+  return hlb_balancer_items_measured(b) && !hlb_balancer_items_look_uniform(b);
+}
+
 /* The octave of block size x: 2^k <= x < 2^(k+1), the last one open-ended. */
 static int octave(double x) {
   int k = (int)floor(log2(fmax(x, 1.0)));
@@ -372,9 +387,9 @@ static void find_best_block(hlbp *h, unsigned p) {
   /* Off in a later pass over the same items (hlb_balancer_items_measured): an item cost
    * density smears a spike over the block that measured it, and its blocks' time per cost then
    * rises with size for no superlinear reason (random spikes, pass 3: 1.055 x the bound with
-   * the cap); with the density on trial (sized by count) the same, and on uniform work the
-   * trial keeps the pass as the runs that sized by a density of noise were. */
-  if (!(h->prm[P_BEST] > 0) || hlb_balancer_items_measured(h->ctx->balancer)) return;
+   * the cap); with the density on trial (sized by count) the same, unless the items look
+   * uniform (item_costs_matter). */
+  if (!(h->prm[P_BEST] > 0) || item_costs_matter(h)) return;
   int b = -1;
   for (int k = 0; k < BINS; k++)
     if (q->bins.n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;

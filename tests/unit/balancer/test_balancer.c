@@ -871,12 +871,54 @@ static void trusted_costs_are_kept_while_they_beat_counts(void **state) {
   if (!band) fail_msg("no map between the two bars");
 }
 
+/* One item in 32 costs 40x the others, in runs of 64. */
+static double dear_runs(size_t i, size_t n) {
+  (void)n;
+  return (i / 64) % 32 == 0 ? 40.0 : 1.0;
+}
+
+/* A pass given costs on trial reads as one over items of one cost (so that a policy sizes it as a
+ * first pass) only when both say so: the map varies little, and the pass's blocks are explained
+ * by their counts. A flat map over items that are not alike, a map with a dear half, costs given
+ * whole and no costs at all do not. */
+static void items_look_uniform_when_map_and_blocks_agree(void **state) {
+  (void)state;
+  const size_t n = 65536;
+  double noise[HLB_ITEM_COST_SLICES], flat[HLB_ITEM_COST_SLICES], halves[HLB_ITEM_COST_SLICES];
+  hlb_balancer *b = costed_pass(n, all_the_same, NULL, 0, 3);
+  assert_int_equal(hlb_balancer_items_look_uniform(b), 0); /* no costs given */
+  assert_int_equal(hlb_balancer_item_cost(b, noise, HLB_ITEM_COST_SLICES), 0);
+  hlb_balancer_destroy(b);
+  for (unsigned k = 0; k < HLB_ITEM_COST_SLICES; k++)
+    flat[k] = 1.0;
+  halves_map(halves, 3.0);
+  struct {
+    const char *what;
+    double (*cost)(size_t, size_t);
+    const double *map;
+    int on_trial, uniform;
+  } cases[] = {
+      {"a map of noise over items of one cost", all_the_same, noise, 1, 1},
+      {"a flat map over dear runs", dear_runs, flat, 1, 0},
+      {"a map with a dear half", all_the_same, halves, 1, 0},
+      {"a map of noise given whole", all_the_same, noise, 0, 0},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    b = costed_pass(n, cases[k].cost, cases[k].map, cases[k].on_trial, 20 + (unsigned)k);
+    int uniform = hlb_balancer_items_look_uniform(b);
+    hlb_balancer_destroy(b);
+    if (uniform != cases[k].uniform)
+      fail_msg("%s: items_look_uniform %d, expected %d", cases[k].what, uniform, cases[k].uniform);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(kept_samples_are_sized_by_cost),
       cmocka_unit_test(kept_samples_follow_the_costs_the_next_pass_sizes_by),
       cmocka_unit_test(costs_learnt_from_noise_stay_on_trial),
       cmocka_unit_test(trusted_costs_are_kept_while_they_beat_counts),
+      cmocka_unit_test(items_look_uniform_when_map_and_blocks_agree),
       cmocka_unit_test(bad_configs_are_named),
       cmocka_unit_test(bad_params_list_valid_ones),
       cmocka_unit_test(policy_selection_order),
