@@ -4,7 +4,8 @@
  * - No synchronisation, no training rounds: each PU's first block is a small probe; after
  *   that it is planned like every other block, its size capped at `grow` times the largest
  *   block the PU has completed, so a young model is never trusted far beyond its data
- *   (`tail_grow` times near the end, and in a pass that starts from measured item costs).
+ *   (`tail_grow` times near the end, in a pass that starts from measured item costs, and
+ *   for a PU that starts from an earlier run's blocks).
  * - Until the model can be fitted, a PU's curve is the least-squares line through its
  *   samples (fixed cost + cost per item), not its mean rate: the mean rate of small blocks
  *   carries their fixed cost into the cost per item and hides the fixed cost itself, so the
@@ -117,8 +118,9 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "same)."},
     {"tail_grow", 1.5, 1.0, 1e6,
      "A block predicted to take more than half the time left to the common finish, or any "
-     "block of a pass that starts from item costs an earlier pass measured, is at most this "
-     "many times the largest block the PU has completed (grow for the others)."},
+     "block of a pass that starts from item costs an earlier pass measured or of a PU that "
+     "starts from an earlier run's blocks, is at most this many times the largest block the PU "
+     "has completed (grow for the others)."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
@@ -138,6 +140,10 @@ typedef struct miss_ring {
 #define TIMING_NOISE_S 0.01
 #define BINS 40  /* best_block: octaves of block size, 1 to 2^40 items */
 #define RISE 0.1 /* best_block: the rise per item that shows a superlinear curve (see there) */
+/* How far a dearer time per item must be beyond the spread of the times per item within one
+ * octave (their coefficient of variation, pooled) to count in largest_size_dear and in a cap
+ * read off priors (find_best_block). */
+#define DEAR_SPREAD 2.0
 
 /* Sums per octave of block size (2^k <= x < 2^(k+1)): items, seconds, blocks and squared times
  * per item. */
@@ -170,6 +176,7 @@ typedef struct hpu {
   double ycap;      /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
   octave_sums bins; /* best_block: this run's own blocks */
   octave_sums all;  /* every sample, an earlier pass's included (largest_size_dear) */
+  octave_sums computed; /* the same in compute time alone (a cap read off priors) */
 } hpu;
 
 typedef struct hlbp {
@@ -372,12 +379,58 @@ static void octave_add(octave_sums *o, double x, double t) {
   o->n[k]++;
 }
 
-static double bin_rate(const hpu *q, int k) {
-  return q->bins.t[k] / q->bins.x[k];
+static double bin_rate(const octave_sums *o, int k) {
+  return o->t[k] / o->x[k];
 }
 
-static double bin_size(const hpu *q, int k) {
-  return q->bins.x[k] / q->bins.n[k];
+static double bin_size(const octave_sums *o, int k) {
+  return o->x[k] / o->n[k];
+}
+
+/* The spread of times per item within the octaves of o: their coefficients of variation,
+ * pooled over octaves of two samples or more; NaN with none. */
+static double within_octave_spread(const octave_sums *o) {
+  double cv_sum = 0.0, dof = 0.0;
+  for (int k = 0; k < BINS; k++) {
+    unsigned n = o->n[k];
+    if (n < 2 || !(o->x[k] > 0)) continue;
+    double mean = o->t[k] / o->x[k];
+    double var = fmax(o->r2[k] / n - mean * mean, 0.0) * n / (n - 1.0);
+    cv_sum += (n - 1.0) * sqrt(var) / mean;
+    dof += n - 1.0;
+  }
+  return dof > 0 ? cv_sum / dof : NAN;
+}
+
+/* best_block's cap read off the octaves of o: 0 when no larger octave is more than `rise` times
+ * dearer per item than the cheapest (see above). */
+static double octave_cap(const octave_sums *o, double rise, double slack) {
+  int b = -1;
+  for (int k = 0; k < BINS; k++)
+    if (o->n[k] && (b < 0 || bin_rate(o, k) < bin_rate(o, b))) b = k;
+  if (b < 0) return 0.0;
+  double rb = bin_rate(o, b);
+  int lo = -1, up = -1;
+  for (int k = b - 1; k >= 0 && lo < 0; k--)
+    if (o->n[k]) lo = k;
+  for (int k = b + 1; k < BINS && up < 0; k++)
+    if (o->n[k] && bin_rate(o, k) > rise * rb) up = k; /* the first larger bin that rose */
+  if (up < 0) return 0.0;
+  double cap = bin_size(o, b);
+  if (lo < 0) return cap;
+  /* Parabola r(v) = r_b + d1 (v - v_b) + d2 (v - v_b)^2 through the three points. */
+  double vl = log(bin_size(o, lo)), vb = log(cap), vu = log(bin_size(o, up));
+  double rl = bin_rate(o, lo), ru = bin_rate(o, up);
+  double sl = (rl - rb) / (vl - vb), su = (ru - rb) / (vu - vb);
+  double d2 = (su - sl) / (vu - vl), d1 = sl - d2 * (vl - vb);
+  if (!(d2 > 0)) return cap;
+  double vs = fmin(fmax(vb - d1 / (2.0 * d2), vl), vu);
+  double rs = rb + d1 * (vs - vb) + d2 * (vs - vb) * (vs - vb);
+  /* r(v) = (1 + slack) rs beyond the vertex: d2 w^2 + (d1 + 2 d2 (vs - vb)) w = slack rs with
+   * w = v - vs, and at the vertex the slope is 0 (when it is inside). */
+  double slope = d1 + 2.0 * d2 * (vs - vb), need = slack * fmax(rs, 0.0);
+  double w = (-slope + sqrt(fmax(slope * slope + 4.0 * d2 * need, 0.0))) / (2.0 * d2);
+  return exp(fmin(fmax(vs + w, vb), vu));
 }
 
 static void find_best_block(hlbp *h, unsigned p) {
@@ -390,36 +443,23 @@ static void find_best_block(hlbp *h, unsigned p) {
    * the cap); with the density on trial (sized by count) the same, unless the items look
    * uniform (item_costs_matter). */
   if (!(h->prm[P_BEST] > 0) || item_costs_matter(h)) return;
-  int b = -1;
-  for (int k = 0; k < BINS; k++)
-    if (q->bins.n[k] && (b < 0 || bin_rate(q, k) < bin_rate(q, b))) b = k;
-  if (b < 0) return;
-  double rb = bin_rate(q, b), rise = 1.0 + fmax(2.0 * slack, RISE);
-  int lo = -1, up = -1;
-  for (int k = b - 1; k >= 0 && lo < 0; k--)
-    if (q->bins.n[k]) lo = k;
-  for (int k = b + 1; k < BINS && up < 0; k++)
-    if (q->bins.n[k] && bin_rate(q, k) > rise * rb) up = k; /* the first larger bin that rose */
-  if (up < 0) return;
-  double cap = bin_size(q, b);
-  if (lo >= 0) {
-    /* Parabola r(v) = r_b + d1 (v - v_b) + d2 (v - v_b)^2 through the three points. */
-    double vl = log(bin_size(q, lo)), vb = log(cap), vu = log(bin_size(q, up));
-    double rl = bin_rate(q, lo), ru = bin_rate(q, up);
-    double sl = (rl - rb) / (vl - vb), su = (ru - rb) / (vu - vb);
-    double d2 = (su - sl) / (vu - vl), d1 = sl - d2 * (vl - vb);
-    if (d2 > 0) {
-      double vs = fmin(fmax(vb - d1 / (2.0 * d2), vl), vu);
-      double rs = rb + d1 * (vs - vb) + d2 * (vs - vb) * (vs - vb);
-      /* r(v) = (1 + slack) rs beyond the vertex: d2 w^2 + (d1 + 2 d2 (vs - vb)) w = slack rs
-       * with w = v - vs, and at the vertex the slope is 0 (when it is inside). */
-      double slope = d1 + 2.0 * d2 * (vs - vb), need = slack * fmax(rs, 0.0);
-      double w = (-slope + sqrt(fmax(slope * slope + 4.0 * d2 * need, 0.0))) / (2.0 * d2);
-      double vc = fmin(fmax(vs + w, vb), vu);
-      cap = exp(vc);
-    }
+  double cap = octave_cap(&q->bins, 1.0 + fmax(2.0 * slack, RISE), slack);
+  /* A run that starts from an earlier run's blocks (priors) plans from their sizes and probes
+   * no smaller ones, so its own blocks may never show the rise. Its cap may then come from every
+   * sample, the priors' included, in compute time alone (a transfer that queued behind other
+   * senders on a shared link is no curve: Boinski's Jacobi systems at 1024 and 2048 read as a rise
+   * with it, 1.050 -> 1.062 and 1.011 -> 1.021 x the bound remembered), where the rise is beyond
+   * the spread of times per item within octaves (as largest_size_dear; priors of items that do
+   * not cost the same scatter within octaves). `bench_sim superlinear`'s clusters, three passes
+   * remembering the blocks before: 1.081 -> 1.064 x the bound, without item costs (a later run
+   * over another item count) 1.086 -> 1.069 (docs/benchmarks.md, "A later run starts near the best
+   * size it stored"). */
+  if (!(cap > 0) && q->priors) {
+    double spread = within_octave_spread(&q->computed);
+    if (isfinite(spread))
+      cap = octave_cap(&q->computed, 1.0 + fmax(RISE, DEAR_SPREAD * spread), slack);
   }
-  q->ycap = fmax(cap, g);
+  if (cap > 0) q->ycap = fmax(cap, g);
 }
 
 /* A block at least twice the size of the PU's smallest that took at most this many times its
@@ -494,6 +534,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
   if (x > 0 && t > 0) {
     if (!prior) octave_add(&q->bins, x, t);
     octave_add(&q->all, x, t);
+    if (s->compute_s > 0) octave_add(&q->computed, x, s->compute_s);
   }
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
@@ -884,10 +925,6 @@ static int unshaped_ends_late(const hlbp *h, const hpu *q, const hlb_curve *c, d
   return now + t > h->target + h->prm[P_TAIL] * (h->target - h->t0);
 }
 
-/* How far a dearer time per item must be beyond the spread of the times per item within one
- * octave (their coefficient of variation, pooled) to count in largest_size_dear. */
-#define DEAR_SPREAD 2.0
-
 /* 1 when the octave of the PU's largest block, over every sample it has (an earlier pass's
  * included), is dearer per item than its cheapest smaller octave by more than RISE and more than
  * DEAR_SPREAD times the spread of times per item within octaves: a superlinear term met, not
@@ -904,19 +941,10 @@ static int largest_size_dear(const hpu *q) {
   int top = octave(q->u.max_items);
   const octave_sums *o = &q->all;
   if (!(o->x[top] > 0)) return 0;
-  double best = INFINITY, cv_sum = 0.0, dof = 0.0;
-  for (int k = 0; k < BINS; k++) {
-    if (!(o->x[k] > 0)) continue;
-    double mean = o->t[k] / o->x[k];
-    if (k < top) best = fmin(best, mean);
-    unsigned n = o->n[k];
-    if (n < 2) continue;
-    double var = fmax(o->r2[k] / n - mean * mean, 0.0) * n / (n - 1.0);
-    cv_sum += (n - 1.0) * sqrt(var) / mean;
-    dof += n - 1.0;
-  }
-  if (!(dof > 0) || !isfinite(best)) return 0;
-  double spread = cv_sum / dof;
+  double best = INFINITY, spread = within_octave_spread(o);
+  for (int k = 0; k < top; k++)
+    if (o->x[k] > 0) best = fmin(best, o->t[k] / o->x[k]);
+  if (!isfinite(spread) || !isfinite(best)) return 0;
   return o->t[top] / o->x[top] > (1.0 + fmax(RISE, DEAR_SPREAD * spread)) * best;
 }
 
@@ -1018,10 +1046,14 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    *   smeared (B's CPU: 201 rows at the start of a remembered pass, 277 s; 1.259 x the bound over
    *   passes 3 of 20 seeds, worst 2.60), and `bench_sim superlinear`'s 8-PU cluster 1 sent a
    *   cubic PU 5027 items into its wall (268 s, 19.4 x the bound). Grown by tail_grow: 1.033 and
-   *   1.53 x (docs/benchmarks.md, "Later passes grow by tail_grow").
+   *   1.53 x (docs/benchmarks.md, "Later passes grow by tail_grow"). So does any block of a PU
+   *   that starts from an earlier run's blocks (priors) without item costs: its first block is
+   *   grow times the largest stored, and its time is not learnt (warm_up); the next grew by 2x
+   *   again, a cubic PU of `bench_sim superlinear`'s 8-PU cluster 1 whose stored blocks were
+   *   109 items going to 460 and 906 (28 s in a 14 s run).
    * The second lowers the cap even for a block already within it: take_rest reads the cap. A
    * block within tail_cap needs no curve evaluation. */
-  int measured = hlb_balancer_items_measured(h->ctx->balancer);
+  int measured = hlb_balancer_items_measured(h->ctx->balancer) || q->priors > 0;
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
   if (measured && largest_size_dear(q)) tail_cap = q->u.max_items; /* not past a dear size */
   if (measured ||
