@@ -177,6 +177,7 @@ typedef struct hpu {
   octave_sums bins; /* best_block: this run's own blocks */
   octave_sums all;  /* every sample, an earlier pass's included (largest_size_dear) */
   octave_sums computed; /* the same in compute time alone (a cap read off priors) */
+  int largest_dear;     /* largest_size_dear, kept by learn: only it changes sums and sizes */
 } hpu;
 
 typedef struct hlbp {
@@ -462,6 +463,30 @@ static void find_best_block(hlbp *h, unsigned p) {
   if (cap > 0) q->ycap = fmax(cap, g);
 }
 
+/* 1 when the octave of the PU's largest block, over every sample it has (an earlier pass's
+ * included), is dearer per item than its cheapest smaller octave by more than RISE and more than
+ * DEAR_SPREAD times the spread of times per item within octaves: a superlinear term met, not
+ * noise. 0 while no octave holds two samples (no spread to judge by). Read where blocks grow by
+ * tail_grow only (a pass that starts from measured item costs, a PU that starts from priors): in
+ * the first best_block is off (a smoothed map makes sizes look dear), and blocks still grew by
+ * tail_grow past the largest each pass: a cubic PU of `bench_sim superlinear`'s 64-PU
+ * cluster 1 (best block about 190 items) ran 288 in the first pass, 432 in the second (4.1 ms an
+ * item against 3.0 at 192) and started the third with 648 (4.2 s in a 2.7 s run; seed 11). The
+ * spread keeps the rule off where blocks' times scatter for other reasons: on the simulator's
+ * H100 model a host's delays, and spikes met once, made the GPU's largest octave look dear, and
+ * held to it, its blocks each paid a delay (spikes with host delays, 20000 rows: 1.43 -> 1.90 x the
+ * bound without the spread). docs/benchmarks.md, "No growth past a size found dear". */
+static int largest_size_dear(const hpu *q) {
+  int top = octave(q->u.max_items);
+  const octave_sums *o = &q->all;
+  if (!(o->x[top] > 0)) return 0;
+  double best = INFINITY, spread = within_octave_spread(o);
+  for (int k = 0; k < top; k++)
+    if (o->x[k] > 0) best = fmin(best, o->t[k] / o->x[k]);
+  if (!isfinite(spread) || !isfinite(best)) return 0;
+  return o->t[top] / o->x[top] > (1.0 + fmax(RISE, DEAR_SPREAD * spread)) * best;
+}
+
 /* A block at least twice the size of the PU's smallest that took at most this many times its
  * fastest block's time: its time follows the block's fixed cost, not its items. */
 #define FLAT_TIME 1.5
@@ -507,6 +532,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
   if (warm_up) { /* its time is no block's cost: only its size counts (the grow cap) */
     if (x > q->u.max_items) q->u.max_items = x;
+    q->largest_dear = largest_size_dear(q);
     return;
   }
   double before = q->u.good ? base_time(q, x) : 0.0;
@@ -536,6 +562,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
     octave_add(&q->all, x, t);
     if (s->compute_s > 0) octave_add(&q->computed, x, s->compute_s);
   }
+  q->largest_dear = largest_size_dear(q);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;
@@ -925,29 +952,6 @@ static int unshaped_ends_late(const hlbp *h, const hpu *q, const hlb_curve *c, d
   return now + t > h->target + h->prm[P_TAIL] * (h->target - h->t0);
 }
 
-/* 1 when the octave of the PU's largest block, over every sample it has (an earlier pass's
- * included), is dearer per item than its cheapest smaller octave by more than RISE and more than
- * DEAR_SPREAD times the spread of times per item within octaves: a superlinear term met, not
- * noise. 0 while no octave holds two samples (no spread to judge by). In a pass that starts from
- * measured item costs best_block is off (a smoothed map makes sizes look dear), and blocks still
- * grew by tail_grow past the largest each pass: a cubic PU of `bench_sim superlinear`'s 64-PU
- * cluster 1 (best block about 190 items) ran 288 in the first pass, 432 in the second (4.1 ms an
- * item against 3.0 at 192) and started the third with 648 (4.2 s in a 2.7 s run; seed 11). The
- * spread keeps the rule off where blocks' times scatter for other reasons: on the simulator's
- * H100 model a host's delays, and spikes met once, made the GPU's largest octave look dear, and
- * held to it, its blocks each paid a delay (spikes with host delays, 20000 rows: 1.43 -> 1.90 x the
- * bound without the spread). docs/benchmarks.md, "No growth past a size found dear". */
-static int largest_size_dear(const hpu *q) {
-  int top = octave(q->u.max_items);
-  const octave_sums *o = &q->all;
-  if (!(o->x[top] > 0)) return 0;
-  double best = INFINITY, spread = within_octave_spread(o);
-  for (int k = 0; k < top; k++)
-    if (o->x[k] > 0) best = fmin(best, o->t[k] / o->x[k]);
-  if (!isfinite(spread) || !isfinite(best)) return 0;
-  return o->t[top] / o->x[top] > (1.0 + fmax(RISE, DEAR_SPREAD * spread)) * best;
-}
-
 /* A block's cost to the count the pool hands out from where the next grant starts. */
 static size_t to_count(const hlbp *h, double x) {
   if (!hlb_balancer_has_item_cost(h->ctx->balancer)) return hlb__plb_round(h->ctx, x);
@@ -1053,10 +1057,10 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    *   109 items going to 460 and 906 (28 s in a 14 s run).
    * The second lowers the cap even for a block already within it: take_rest reads the cap. A
    * block within tail_cap needs no curve evaluation. */
-  int measured = hlb_balancer_items_measured(h->ctx->balancer) || q->priors > 0;
+  int seen_before = hlb_balancer_items_measured(h->ctx->balancer) || q->priors > 0;
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
-  if (measured && largest_size_dear(q)) tail_cap = q->u.max_items; /* not past a dear size */
-  if (measured ||
+  if (seen_before && q->largest_dear) tail_cap = q->u.max_items; /* not past a dear size */
+  if (seen_before ||
       (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now)))
     cap = fmin(cap, tail_cap);
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
