@@ -57,7 +57,7 @@ struct hlb_balancer {
   /* hlb_balancer_item_cost_trusted from the first n_judged observations. */
   int trusted;
   size_t n_judged;
-  /* hlb_balancer_items_look_uniform: the counts' misfit to the first n_count_judged
+  /* count_misfit: the counts' misfit to the first n_count_judged
    * observations, n_count_scored of them scored. */
   double count_misfit;
   size_t n_count_judged, n_count_scored;
