@@ -109,6 +109,11 @@ static char *superlinear_cluster_json(unsigned n, uint64_t seed) {
   return s;
 }
 
+/* The seed of the superlinear table's cluster k of n PUs. */
+static uint64_t superlinear_seed(unsigned n, unsigned k) {
+  return 7000 + 100 * (uint64_t)n + k;
+}
+
 /* Process CPU seconds: less disturbed than wall time on a shared machine. */
 static double cpu_now(void) {
   struct timespec ts;
@@ -334,7 +339,7 @@ static void bench_superlinear(const char *params) {
   const unsigned sizes[] = {2, 4, 8, 16, 32, 64};
   for (unsigned k = 0; k < 6; k++)
     for (uint64_t seed = 1; seed <= 3; seed++) {
-      char *json = superlinear_cluster_json(sizes[k], 7000 + 100 * sizes[k] + seed);
+      char *json = superlinear_cluster_json(sizes[k], superlinear_seed(sizes[k], (unsigned)seed));
       hlb_cluster *c = NULL;
       if (!json || hlb_cluster_parse("superlinear", json, &c)) {
         fprintf(stderr, "superlinear cluster: %s\n", hlb_last_error());
@@ -375,7 +380,8 @@ static int print_superlinear_cluster(int argc, char **argv) {
                     "clusters are PUS 2, 4, ..., 64 and K 1-3)\n");
     return 2;
   }
-  char *json = superlinear_cluster_json((unsigned)pus, 7000 + 100 * (uint64_t)pus + (uint64_t)k);
+  char *json =
+      superlinear_cluster_json((unsigned)pus, superlinear_seed((unsigned)pus, (unsigned)k));
   if (!json) {
     fprintf(stderr, "superlinear-cluster: out of memory\n");
     return 1;
