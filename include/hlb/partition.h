@@ -22,8 +22,9 @@ HLB_BEGIN_DECLS
 /* Continuous solve. x_out has n entries; *makespan_out (may be NULL) gets the makespan of
  * x_out (0 when items == 0), within about 1e-12 (relative) of the optimum.
  * HLB_EINVAL for n == 0, items < 0 or not finite, a non-finite ready time, or a curve that is
- * not finite or is found decreasing (E(0+) > E(W), a negative slope at W or at any point a
- * Newton step evaluates); the error names the PU and the x. */
+ * not finite or is found decreasing (E(0+) > E(W), a negative slope at W, or a negative slope
+ * where the search for a share evaluates it above the time sought); the error names the PU and
+ * the x. A dip below E(0+) (an x ln x term just above 0) is no error: no share lies in it. */
 HLB_EXTERN int hlb_eft_solve(const hlb_curve *curves, const double *ready_s, unsigned n,
                              double items, double *x_out, double *makespan_out);
 

@@ -113,9 +113,17 @@ double hlb__eft_inverse(const hlb_curve *c, const hlb__eft_pu *q, double t, doub
   for (int it = 0; it < 400; it++) {
     double d, f = hlb__eft_eval(c, x, &d) - t;
     ++*evals;
-    if (!(d >= -q->stol)) {
+    /* Decreasing below t is a dip under the time at 0+ (an x ln x term's, just above 0): the
+     * root is further on, where the curve rises through t, and halving finds it. Decreasing
+     * above t would make the root not unique. */
+    if (!(d >= -q->stol) && !(f < 0 && isfinite(d))) {
       *bad_x = x;
       return -1.0;
+    }
+    if (!(d >= -q->stol)) {
+      a = x;
+      x = 0.5 * (a + b);
+      continue;
     }
     if (f == 0.0) {
       *slope = d;

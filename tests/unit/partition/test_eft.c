@@ -277,6 +277,33 @@ static void test_bad_input(void **state) {
   expect_einval(c, NULL, 2, 1e10, "pu 1: time at x = 1e+10 is not finite");
 }
 
+/* A curve with an x ln x term dips below its time at 0+ just above 0 (1 + x + 0.5 x ln x is below
+ * 1 up to x = e^-3): no share is decided there, since any time worth a share is above the dip,
+ * so the solve takes the curve. It refused it when its search stepped into the dip, and the
+ * hlb policy then planned a proportional split, ready times ignored (`bench_sim superlinear`'s
+ * 64-PU cluster 3, two remembered passes without noise: the planned finish jumped from 2.07 to
+ * 2.62 s for one solve, a PU with 0.73 s of fixed cost took a block then, and the run ended
+ * 0.55 s after the others). */
+static void test_dip_below_the_time_at_0(void **state) {
+  (void)state;
+  hlb_curve c[2];
+  hlb_curve_from_poly(&c[0], 1.0, 1.0, 0.0, 0.0, 0.5);
+  hlb_curve_from_poly(&c[1], 0.0, 1.0, 0.0, 0.0, 0.0);
+  const double items[] = {1.001, 1.01, 1.05, 1.2, 2.0, 10.0};
+  for (unsigned k = 0; k < sizeof items / sizeof items[0]; k++) {
+    double x[2], t = 0.0;
+    if (hlb_eft_solve(c, NULL, 2, items[k], x, &t) != 0)
+      fail_msg("%g items: %s", items[k], hlb_last_error());
+    assert_true(fabs(x[0] + x[1] - items[k]) <= 1e-9 * items[k]);
+    double t0 = x[0] > 0 ? hlb_curve_time(&c[0], x[0]) : 0.0;
+    /* Never later than the linear PU alone; at or above the curve's lowest time. */
+    assert_true(t <= items[k] * (1 + 1e-9) && t >= 0.975);
+    assert_true(fmax(t0, x[1]) <= t * (1 + 1e-6));
+    /* Past the dip both end together. */
+    if (x[0] > 0.2) assert_true(fabs(t0 - t) <= 1e-6 * t && fabs(x[1] - t) <= 1e-6 * t);
+  }
+}
+
 static void test_check_curve(void **state) {
   (void)state;
   hlb_curve c;
@@ -293,6 +320,7 @@ static void test_check_curve(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_affine_closed_form),
+      cmocka_unit_test(test_dip_below_the_time_at_0),
       cmocka_unit_test(test_random_against_brute),
       cmocka_unit_test(test_ready_excludes_late_pu),
       cmocka_unit_test(test_flat_curve_jump),
