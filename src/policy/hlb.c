@@ -141,9 +141,16 @@ typedef struct miss_ring {
 #define BINS 40  /* best_block: octaves of block size, 1 to 2^40 items */
 #define RISE 0.1 /* best_block: the rise per item that shows a superlinear curve (see there) */
 /* How far a dearer time per item must be beyond the spread of the times per item within one
- * octave (their coefficient of variation, pooled) to count in largest_size_dear and in a cap
- * read off priors (find_best_block). */
+ * octave (their coefficient of variation, pooled) to count in largest_size_growth and in a
+ * cap read off priors (find_best_block). */
 #define DEAR_SPREAD 2.0
+/* The spread of times per item within octaves under which a largest octave no cheaper per item
+ * than a smaller one is a finding, not noise (largest_size_growth): twice the simulator's
+ * usual 5 % noise. */
+#define GAIN_SPREAD 0.1
+/* The repeated samples (an octave's count less one, summed over octaves) that GAIN_SPREAD must
+ * rest on: one octave of two samples reads no spread however the PU's times scatter. */
+#define GAIN_DOF 2
 
 /* Sums per octave of block size (2^k <= x < 2^(k+1)): items, seconds, blocks and squared times
  * per item. */
@@ -175,9 +182,9 @@ typedef struct hpu {
   size_t prior_n, prior_cap;
   double ycap;      /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
   octave_sums bins; /* best_block: this run's own blocks */
-  octave_sums all;  /* every sample, an earlier pass's included (largest_size_dear) */
+  octave_sums all;  /* every sample, an earlier pass's included (largest_size_growth) */
   octave_sums computed; /* the same in compute time alone (a cap read off priors) */
-  int largest_dear;     /* largest_size_dear, kept by learn: only it changes sums and sizes */
+  int growth;           /* largest_size_growth, kept by learn: only it changes sums and sizes */
 } hpu;
 
 typedef struct hlbp {
@@ -450,8 +457,8 @@ static void find_best_block(hlbp *h, unsigned p) {
    * sample, the priors' included, in compute time alone (a transfer that queued behind other
    * senders on a shared link is no curve: Boinski's Jacobi systems at 1024 and 2048 read as a rise
    * with it, 1.050 -> 1.062 and 1.011 -> 1.021 x the bound remembered), where the rise is beyond
-   * the spread of times per item within octaves (as largest_size_dear; priors of items that do
-   * not cost the same scatter within octaves). `bench_sim superlinear`'s clusters, three passes
+   * the spread of times per item within octaves (as largest_size_growth; priors of items that
+   * do not cost the same scatter within octaves). `bench_sim superlinear`'s clusters, three passes
    * remembering the blocks before: 1.081 -> 1.064 x the bound, without item costs (a later run
    * over another item count) 1.086 -> 1.069 (docs/benchmarks.md, "A later run starts near the best
    * size it stored"). */
@@ -463,28 +470,75 @@ static void find_best_block(hlbp *h, unsigned p) {
   if (cap > 0) q->ycap = fmax(cap, g);
 }
 
-/* 1 when the octave of the PU's largest block, over every sample it has (an earlier pass's
- * included), is dearer per item than its cheapest smaller octave by more than RISE and more than
- * DEAR_SPREAD times the spread of times per item within octaves: a superlinear term met, not
- * noise. 0 while no octave holds two samples (no spread to judge by). Read where blocks grow by
- * tail_grow only (a pass that starts from measured item costs, a PU that starts from priors): in
- * the first best_block is off (a smoothed map makes sizes look dear), and blocks still grew by
- * tail_grow past the largest each pass: a cubic PU of `bench_sim superlinear`'s 64-PU
- * cluster 1 (best block about 190 items) ran 288 in the first pass, 432 in the second (4.1 ms an
- * item against 3.0 at 192) and started the third with 648 (4.2 s in a 2.7 s run; seed 11). The
- * spread keeps the rule off where blocks' times scatter for other reasons: on the simulator's
- * H100 model a host's delays, and spikes met once, made the GPU's largest octave look dear, and
- * held to it, its blocks each paid a delay (spikes with host delays, 20000 rows: 1.43 -> 1.90 x the
- * bound without the spread). docs/benchmarks.md, "No growth past a size found dear". */
-static int largest_size_dear(const hpu *q) {
-  int top = octave(q->u.max_items);
-  const octave_sums *o = &q->all;
-  if (!(o->x[top] > 0)) return 0;
+/* Whether a PU's blocks may grow past its largest, read where blocks grow by tail_grow only (a
+ * pass that starts from measured item costs, a PU that starts from priors): */
+enum {
+  GROWTH_FREE,  /* by tail_grow */
+  GROWTH_SHORT, /* by tail_grow, but not a block that would take over half the time left */
+  GROWTH_NONE   /* not past the largest */
+};
+
+/* How far the time per item of octave top of o is above (1 + max(floor, k * spread)) times its
+ * cheapest smaller octave's, as a fraction of the latter, where spread is within_octave_spread;
+ * NaN when either octave or the spread is missing. */
+static double rate_rise(const octave_sums *o, int top, double k, double floor) {
+  if (!(o->x[top] > 0)) return NAN;
   double best = INFINITY, spread = within_octave_spread(o);
-  for (int k = 0; k < top; k++)
-    if (o->x[k] > 0) best = fmin(best, o->t[k] / o->x[k]);
-  if (!isfinite(spread) || !isfinite(best)) return 0;
-  return o->t[top] / o->x[top] > (1.0 + fmax(RISE, DEAR_SPREAD * spread)) * best;
+  for (int j = 0; j < top; j++)
+    if (o->x[j] > 0) best = fmin(best, o->t[j] / o->x[j]);
+  if (!isfinite(spread) || !isfinite(best)) return NAN;
+  return o->t[top] / o->x[top] / best - (1.0 + fmax(floor, k * spread));
+}
+
+/* 1 when the spread of times per item within the octaves of o is under `limit` and rests on at
+ * least GAIN_DOF repeated samples (each octave's sample count less one, summed). */
+static int spread_vouched_below(const octave_sums *o, double limit) {
+  double dof = 0.0;
+  for (int k = 0; k < BINS; k++)
+    if (o->n[k] >= 2 && o->x[k] > 0) dof += o->n[k] - 1.0;
+  return dof >= GAIN_DOF && within_octave_spread(o) < limit;
+}
+
+/* The PU's growth, read off every sample it has (an earlier pass's included).
+ *
+ * GROWTH_NONE when the octave of its largest block is dearer per item than its cheapest smaller
+ * octave by more than RISE and more than DEAR_SPREAD times the spread of times per item within
+ * octaves: a superlinear term met, not noise. In the first pass best_block is off (a smoothed map
+ * makes sizes look dear), and blocks still grew by tail_grow past the largest each pass: a cubic
+ * PU of `bench_sim superlinear`'s 64-PU cluster 1 (best block about 190 items) ran 288 in the
+ * first pass, 432 in the second (4.1 ms an item against 3.0 at 192) and started the third with
+ * 648 (4.2 s in a 2.7 s run; seed 11). The spread keeps this off where blocks' times scatter for
+ * other reasons: on the simulator's H100 model a host's delays, and spikes met once, made the
+ * GPU's largest octave look dear, and held to it, its blocks each paid a delay (spikes with host
+ * delays, 20000 rows: 1.43 -> 1.90 x the bound without the spread). docs/benchmarks.md, "No
+ * growth past a size found dear".
+ *
+ * GROWTH_SHORT when, in compute time, that octave is no cheaper per item than the other, with
+ * the spread under GAIN_SPREAD on at least GAIN_DOF repeated samples: a larger block would buy
+ * nothing, and it is a size never run, which near a curve's best size is the start of its wall.
+ * A block that takes most of the time left is where that costs the run: nothing after it can
+ * make up for it. The same cubic PU, without noise, measured 3.83 ms an item at 288, 3.96 at 192
+ * and 4.03 at 432 (5 % dearer, under RISE) and started the third remembered pass with 648 items in
+ * one block, 3.1 s where the others ended by 2.6 s (1.24 x the bound; 1.09 held). Earlier blocks
+ * still grow: a PU whose items cost the same at every size (no fixed cost) also buys nothing by
+ * growing, and Boinski's Jacobi nodes, held to their largest throughout, ran 465 blocks of 3-18
+ * rows (boinski-apl09-12-jacobi2048, remembered without item costs, seed 104: 1.01 -> 1.13 x the
+ * bound). Compute time, because a transfer queued on a shared link is no curve. The spread limit,
+ * because where times scatter (a host's delays, spikes) "no cheaper" is noise (the H100 model's
+ * remembered passes 2.89 -> 3.12 x the bound without it). The samples behind the spread, because
+ * one octave of two samples reads none: apl10(1,0) of that preset (compute per item 2.5 % dearer
+ * from 3 to 72 rows, its two 72-row blocks alike) was held to 80 rows at the start of a remembered
+ * pass, and the guard's cascade followed (seed 115: 1.012 -> 1.166 x the bound, 6904 blocks
+ * against 164). docs/benchmarks.md, "No long block where growth buys nothing".
+ *
+ * GROWTH_FREE otherwise, and while no octave holds two samples (no spread to judge by). */
+static int largest_size_growth(const hpu *q) {
+  int top = octave(q->u.max_items);
+  if (rate_rise(&q->all, top, DEAR_SPREAD, RISE) > 0) return GROWTH_NONE;
+  if (rate_rise(&q->computed, top, 0.0, 0.0) >= 0 &&
+      spread_vouched_below(&q->computed, GAIN_SPREAD))
+    return GROWTH_SHORT;
+  return GROWTH_FREE;
 }
 
 /* A block at least twice the size of the PU's smallest that took at most this many times its
@@ -532,7 +586,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
   if (warm_up) { /* its time is no block's cost: only its size counts (the grow cap) */
     if (x > q->u.max_items) q->u.max_items = x;
-    q->largest_dear = largest_size_dear(q);
+    q->growth = largest_size_growth(q);
     return;
   }
   double before = q->u.good ? base_time(q, x) : 0.0;
@@ -562,7 +616,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
     octave_add(&q->all, x, t);
     if (s->compute_s > 0) octave_add(&q->computed, x, s->compute_s);
   }
-  q->largest_dear = largest_size_dear(q);
+  q->growth = largest_size_growth(q);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;
@@ -1055,14 +1109,18 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    *   grow times the largest stored, and its time is not learnt (warm_up); the next grew by 2x
    *   again, a cubic PU of `bench_sim superlinear`'s 8-PU cluster 1 whose stored blocks were
    *   109 items going to 460 and 906 (28 s in a 14 s run).
-   * The second lowers the cap even for a block already within it: take_rest reads the cap. A
-   * block within tail_cap needs no curve evaluation. */
+   * The second lowers the cap even for a block already within it: take_rest reads the cap. In
+   * such a pass a PU grows not at all past a size found dear, and a block near the end not past
+   * a size where growing bought nothing (largest_size_growth). A block within tail_cap needs no
+   * curve evaluation. */
   int seen_before = hlb_balancer_items_measured(h->ctx->balancer) || q->priors > 0;
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
-  if (seen_before && q->largest_dear) tail_cap = q->u.max_items; /* not past a dear size */
-  if (seen_before ||
-      (x > tail_cap && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now)))
-    cap = fmin(cap, tail_cap);
+  int growth = seen_before ? q->growth : GROWTH_FREE; /* largest_size_growth */
+  /* Near the end (over half the time left), read only where it decides the cap. */
+  int decides = seen_before ? growth == GROWTH_SHORT && x > q->u.max_items : x > tail_cap;
+  int near_end = decides && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now);
+  if (growth == GROWTH_NONE || (growth == GROWTH_SHORT && near_end)) tail_cap = q->u.max_items;
+  if (seen_before || near_end) cap = fmin(cap, tail_cap);
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
   double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) { /* never above the plan's size */
