@@ -116,11 +116,11 @@ double hlb__eft_inverse(const hlb_curve *c, const hlb__eft_pu *q, double t, doub
     /* Decreasing below t is a dip under the time at 0+ (an x ln x term's, just above 0): the
      * root is further on, where the curve rises through t, and halving finds it. Decreasing
      * above t would make the root not unique. */
-    if (!(d >= -q->stol) && !(f < 0 && isfinite(d))) {
-      *bad_x = x;
-      return -1.0;
-    }
     if (!(d >= -q->stol)) {
+      if (!(f < 0 && isfinite(d))) {
+        *bad_x = x;
+        return -1.0;
+      }
       a = x;
       x = 0.5 * (a + b);
       continue;

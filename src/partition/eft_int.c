@@ -339,15 +339,12 @@ static void free_ctx(ictx *x) {
 }
 
 /* 1 when some curve's time at the smallest block a PU can get (a granule, or the remainder) is
- * below its time at 0+: a dip that reaches the integer sizes (relaxation). */
-static int dips_past_smallest_block(const ictx *x, const hlb_curve *c) {
+ * below its time at 0+ (e0, filled by setup): a dip that reaches the integer sizes
+ * (relaxation). */
+static int dips_past_smallest_block(const ictx *x) {
   double smallest = (double)(x->rem > 0 && x->rem < x->g ? x->rem : x->g);
-  for (unsigned p = 0; p < x->n; p++) {
-    const double *k = c[p].coef;
-    if (k[HLB_TERM_LOG] != 0.0) continue; /* +-inf at 0+: no dip below it, or refused */
-    double at_0 = k[HLB_TERM_CONST] + k[HLB_TERM_EXP] + c[p].transfer_fixed;
-    if (hlb_curve_time(&c[p], smallest) < at_0) return 1;
-  }
+  for (unsigned p = 0; p < x->n; p++)
+    if (hlb_curve_time(&x->c[p], smallest) < x->q[p].e0) return 1;
   return 0;
 }
 
@@ -364,7 +361,7 @@ static int relaxation(ictx *x, const hlb_curve *c, const double *ready_s, double
     if (xc[p] > 0) s = fmax(s, hlb_curve_slope(&c[p], xc[p]) * (double)x->g);
   }
   free(xc);
-  if (rc == HLB_EINVAL || (rc == 0 && dips_past_smallest_block(x, c))) {
+  if (rc == HLB_EINVAL || (rc == 0 && dips_past_smallest_block(x))) {
     /* The relaxation also looks below one item, where a curve with an x ln x term may dip
      * although it rises on the integer sizes that matter: it refuses a curve that decreases
      * above the time it seeks there, and reads a dip below the time at 0+ as that time, which is

@@ -396,8 +396,9 @@ static double bin_size(const octave_sums *o, int k) {
 }
 
 /* The spread of times per item within the octaves of o: their coefficients of variation,
- * pooled over octaves of two samples or more; NaN with none. */
-static double within_octave_spread(const octave_sums *o) {
+ * pooled over octaves of two samples or more; NaN with none. *repeats (may be NULL) gets the
+ * samples it rests on beyond one per octave (the pooled degrees of freedom). */
+static double within_octave_spread(const octave_sums *o, double *repeats) {
   double cv_sum = 0.0, dof = 0.0;
   for (int k = 0; k < BINS; k++) {
     unsigned n = o->n[k];
@@ -407,6 +408,7 @@ static double within_octave_spread(const octave_sums *o) {
     cv_sum += (n - 1.0) * sqrt(var) / mean;
     dof += n - 1.0;
   }
+  if (repeats) *repeats = dof;
   return dof > 0 ? cv_sum / dof : NAN;
 }
 
@@ -463,7 +465,7 @@ static void find_best_block(hlbp *h, unsigned p) {
    * over another item count) 1.086 -> 1.069 (docs/benchmarks.md, "A later run starts near the best
    * size it stored"). */
   if (!(cap > 0) && q->priors) {
-    double spread = within_octave_spread(&q->computed);
+    double spread = within_octave_spread(&q->computed, NULL);
     if (isfinite(spread))
       cap = octave_cap(&q->computed, 1.0 + fmax(RISE, DEAR_SPREAD * spread), slack);
   }
@@ -478,25 +480,14 @@ enum {
   GROWTH_NONE   /* not past the largest */
 };
 
-/* How far the time per item of octave top of o is above (1 + max(floor, k * spread)) times its
- * cheapest smaller octave's, as a fraction of the latter, where spread is within_octave_spread;
- * NaN when either octave or the spread is missing. */
-static double rate_rise(const octave_sums *o, int top, double k, double floor) {
+/* The time per item of octave top of o over that of its cheapest smaller octave; NaN when
+ * either is missing. */
+static double top_over_best(const octave_sums *o, int top) {
   if (!(o->x[top] > 0)) return NAN;
-  double best = INFINITY, spread = within_octave_spread(o);
-  for (int j = 0; j < top; j++)
-    if (o->x[j] > 0) best = fmin(best, o->t[j] / o->x[j]);
-  if (!isfinite(spread) || !isfinite(best)) return NAN;
-  return o->t[top] / o->x[top] / best - (1.0 + fmax(floor, k * spread));
-}
-
-/* 1 when the spread of times per item within the octaves of o is under `limit` and rests on at
- * least GAIN_DOF repeated samples (each octave's sample count less one, summed). */
-static int spread_vouched_below(const octave_sums *o, double limit) {
-  double dof = 0.0;
-  for (int k = 0; k < BINS; k++)
-    if (o->n[k] >= 2 && o->x[k] > 0) dof += o->n[k] - 1.0;
-  return dof >= GAIN_DOF && within_octave_spread(o) < limit;
+  double best = INFINITY;
+  for (int k = 0; k < top; k++)
+    if (o->x[k] > 0) best = fmin(best, o->t[k] / o->x[k]);
+  return isfinite(best) ? o->t[top] / o->x[top] / best : NAN;
 }
 
 /* The PU's growth, read off every sample it has (an earlier pass's included).
@@ -534,9 +525,12 @@ static int spread_vouched_below(const octave_sums *o, double limit) {
  * GROWTH_FREE otherwise, and while no octave holds two samples (no spread to judge by). */
 static int largest_size_growth(const hpu *q) {
   int top = octave(q->u.max_items);
-  if (rate_rise(&q->all, top, DEAR_SPREAD, RISE) > 0) return GROWTH_NONE;
-  if (rate_rise(&q->computed, top, 0.0, 0.0) >= 0 &&
-      spread_vouched_below(&q->computed, GAIN_SPREAD))
+  double spread = within_octave_spread(&q->all, NULL); /* NaN: no octave of two samples */
+  if (isfinite(spread) && top_over_best(&q->all, top) > 1.0 + fmax(RISE, DEAR_SPREAD * spread))
+    return GROWTH_NONE;
+  double repeats = 0.0;
+  spread = within_octave_spread(&q->computed, &repeats);
+  if (repeats >= GAIN_DOF && spread < GAIN_SPREAD && top_over_best(&q->computed, top) >= 1.0)
     return GROWTH_SHORT;
   return GROWTH_FREE;
 }
