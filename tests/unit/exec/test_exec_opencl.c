@@ -830,6 +830,76 @@ static void test_trial_decided_within_one_executor(void **st) {
   hlb_exec_stats_clear(&s);
 }
 
+/* Stored as a mixed run that judged the device narrowed beside the cpu PU faster per core would
+ * leave them (judge_takeover): its blocks and the cpu PU's at the given rates, and its
+ * takes_cores reason. */
+static void store_takeover(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
+                           double dev_rate, double cpu_rate) {
+  store_mixed_run(dir, narrowed, cpu, dev_rate, cpu_rate, "");
+  hlb_codelet cl = codelet();
+  cl.name = "heavy-affine";
+  char codelet_key[256], dev_key[320];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  hlb__model_pu_key(narrowed, narrowed->cores, dev_key, sizeof dev_key);
+  hlb__model_set set = {0};
+  assert_int_equal(hlb__model_read(dir, codelet_key, &set), 0);
+  hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, dev_key);
+  assert_non_null(d);
+  d->released[0] = '\0';
+  snprintf(d->takes_cores, sizeof d->takes_cores, "%.3g against %.3g items/s in cpu",
+           dev_rate / narrowed->cores, cpu_rate / cpu->cores);
+  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
+  hlb__model_set_free(&set);
+}
+
+/* A takeover a mixed run judged kernel against kernel is a try, not a decision: the comparison
+ * per core does not carry over to the device whole on every core (k-means' PoCL read faster per
+ * core beside the cpu PU in some first runs and took 2.5x the cpu PU's time alone, in every
+ * later run). The run after it gives the device the cores and the cpu PU's stored blocks (10^6
+ * items/s a core, far above the device alone) undo it in the next run of the same executor; a
+ * new process, with the device's run alone stored, keeps the cpu PU. Every item once. */
+static void test_stored_takeover_is_tried(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  char dir[] = "/tmp/hlb-takeover-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  store_takeover(dir, &narrowed, &host, 2e6 * narrowed.cores, 1e6 * host.cores);
+  hlb_exec_options o;
+  hlb_executor *ex = heavy_executor("cpu,opencl:0", 10, ALONE_CHUNKS, HLB_MODELS_ON, dir, &o);
+  hlb_codelet cl = heavy_codelet("heavy-affine");
+  hlb_exec_stats s = {0};
+  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+  check();
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: "));
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
+  hlb_exec_stats_clear(&s);
+  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+  check();
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_int_equal(s.per_pu[0].items, N);
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+
+  /* A new process: the stored takeover stands against the stored run alone, which decides. */
+  char fresh[] = "/tmp/hlb-takeover-XXXXXX";
+  assert_non_null(mkdtemp(fresh));
+  store_takeover(fresh, &narrowed, &host, 2e6 * narrowed.cores, 1e6 * host.cores);
+  run_spec_with_models("opencl:0", 1, fresh, 0, ALONE_CHUNKS, &s); /* its run alone, stored */
+  hlb_exec_stats_clear(&s);
+  run_spec_with_models("cpu,opencl:0", 10, fresh, 0, ALONE_CHUNKS, &s);
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_true(s.per_pu[0].items > 0);
+  assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+  hlb_exec_stats_clear(&s);
+  remove_dir(fresh);
+  remove_dir(dir);
+}
+
 /* The cpu PU's blocks granted after a device released mid-run gave it its core ran on one more
  * core: they are stored under the key of the cores it ended with, the blocks before under the
  * key of those it started with (read back from the model file). */
@@ -960,6 +1030,7 @@ int main(void) {
       cmocka_unit_test(test_device_alone_faster_takes_cores),
       cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_trial_decided_within_one_executor),
+      cmocka_unit_test(test_stored_takeover_is_tried),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
       cmocka_unit_test(test_cpu_warm_up_not_judged),
       cmocka_unit_test(test_session_keeps_kernel),
