@@ -151,6 +151,11 @@ typedef struct miss_ring {
 /* The repeated samples (an octave's count less one, summed over octaves) that GAIN_SPREAD must
  * rest on: one octave of two samples reads no spread however the PU's times scatter. */
 #define GAIN_DOF 2
+/* A larger octave this much dearer per item than the best, the best being the smallest size a
+ * PU measured, is a wall past its best size that the sizes below may still hold (octave_cap):
+ * five times RISE, beyond what a node link's queueing or items of other costs made of affine
+ * PUs' blocks (the presets unchanged with it). */
+#define WALL_RISE 1.5
 
 /* Sums per octave of block size (2^k <= x < 2^(k+1)): items, seconds, blocks and squared times
  * per item. */
@@ -378,7 +383,8 @@ static int octave(double x) {
  * in ln size), and the cap the size where that parabola is best_block_slack above its least
  * value, kept between the best bin and the dearer one. With no smaller neighbour (the best is
  * the smallest size measured, e.g. the probe), the cap is the best bin's size: nothing below
- * it is known. */
+ * it is known; but when the dearer bin is a wall (WALL_RISE), half of it, so that the sizes
+ * below are measured too (octave_cap). */
 static void octave_add(octave_sums *o, double x, double t) {
   int k = octave(x);
   o->x[k] += x;
@@ -413,8 +419,13 @@ static double within_octave_spread(const octave_sums *o, double *repeats) {
 }
 
 /* best_block's cap read off the octaves of o: 0 when no larger octave is more than `rise` times
- * dearer per item than the cheapest (see above). */
-static double octave_cap(const octave_sums *o, double rise, double slack) {
+ * dearer per item than the cheapest (see above). With `search_below`, a best octave that is the
+ * smallest measured, with a larger one beyond WALL_RISE of it, gives half its size: a probe of
+ * 500 items that already lies past a cubic PU's best size (202) rose to 6x the time per item at
+ * 2000 and capped every later block at 500, 1.4x the best time per item; halving until a smaller
+ * octave is no cheaper finds the vertex as the ramp finds it from below (`bench_sim
+ * superlinear`'s 4-PU cluster 1 at 10^6 items: 1.205 -> 1.031 x the bound over seeds 1-10). */
+static double octave_cap(const octave_sums *o, double rise, double slack, int search_below) {
   int b = -1;
   for (int k = 0; k < BINS; k++)
     if (o->n[k] && (b < 0 || bin_rate(o, k) < bin_rate(o, b))) b = k;
@@ -427,7 +438,7 @@ static double octave_cap(const octave_sums *o, double rise, double slack) {
     if (o->n[k] && bin_rate(o, k) > rise * rb) up = k; /* the first larger bin that rose */
   if (up < 0) return 0.0;
   double cap = bin_size(o, b);
-  if (lo < 0) return cap;
+  if (lo < 0) return search_below && bin_rate(o, up) > WALL_RISE * rb ? 0.5 * cap : cap;
   /* Parabola r(v) = r_b + d1 (v - v_b) + d2 (v - v_b)^2 through the three points. */
   double vl = log(bin_size(o, lo)), vb = log(cap), vu = log(bin_size(o, up));
   double rl = bin_rate(o, lo), ru = bin_rate(o, up);
@@ -453,7 +464,12 @@ static void find_best_block(hlbp *h, unsigned p) {
    * the cap); with the density on trial (sized by count) the same, unless the items look
    * uniform (item_costs_matter). */
   if (!(h->prm[P_BEST] > 0) || item_costs_matter(h)) return;
-  double cap = octave_cap(&q->bins, 1.0 + fmax(2.0 * slack, RISE), slack);
+  /* Not below the sizes measured where they may mislead: a PU that starts from priors (their
+   * sizes are another run's), that forgot them or whose items were found uneven (a dearer octave
+   * is then dearer items): on the spikes map's remembered passes without item costs, searching
+   * below took 1.065 to 1.14 x the bound (worst 1.16 -> 1.68). */
+  int search_below = q->priors == 0 && !q->forgot && !q->uneven;
+  double cap = octave_cap(&q->bins, 1.0 + fmax(2.0 * slack, RISE), slack, search_below);
   /* A run that starts from an earlier run's blocks (priors) plans from their sizes and probes
    * no smaller ones, so its own blocks may never show the rise. Its cap may then come from every
    * sample, the priors' included, in compute time alone (a transfer that queued behind other
@@ -467,7 +483,7 @@ static void find_best_block(hlbp *h, unsigned p) {
   if (!(cap > 0) && q->priors) {
     double spread = within_octave_spread(&q->computed, NULL);
     if (isfinite(spread))
-      cap = octave_cap(&q->computed, 1.0 + fmax(RISE, DEAR_SPREAD * spread), slack);
+      cap = octave_cap(&q->computed, 1.0 + fmax(RISE, DEAR_SPREAD * spread), slack, 0);
   }
   if (cap > 0) q->ycap = fmax(cap, g);
 }

@@ -408,6 +408,18 @@ static void later_passes_do_not_grow_past_a_dear_size(void **state) {
   hlb_cluster_free(c);
 }
 
+/* best_block below the probe: at 10^6 items the probe is 500 items, past the best size of the
+ * 4-PU cluster 1's cubic PU (202) and quadratic one (121); their next blocks (2000) rose to 6x
+ * and 1.7x the time per item, and every later block was capped at the probe's 500 (0.94 and
+ * 5.0 ms an item against 0.67 and 4.1 at the best). Halving the cap while the smallest size is
+ * the cheapest and a larger one a wall finds the best: 1.205 x the bound over seeds 1-10 before,
+ * 1.031. */
+static void a_wall_above_the_probe_is_searched_below(void **state) {
+  (void)state;
+  assert_mean_below(data_cluster("superlinear-4pu-1"), 1000000, 10, 1.08,
+                    "4 superlinear PUs, 10^6 items");
+}
+
 /* Nor, with a block that would take over half the time left, past a size that bought nothing,
  * where the times per item are precise enough to say so (largest_size_growth: GROWTH_SHORT): the
  * same cubic PU without noise measured 3.83 ms an item at 288, 3.96 at 192 and 4.03 at 432, 5 %
@@ -614,6 +626,7 @@ int main(void) {
       cmocka_unit_test(a_pu_without_a_line_gets_a_second_size),
       cmocka_unit_test(a_pu_without_a_line_waits_rather_than_end_late),
       cmocka_unit_test(later_passes_do_not_grow_past_a_dear_size),
+      cmocka_unit_test(a_wall_above_the_probe_is_searched_below),
       cmocka_unit_test(later_passes_do_not_grow_where_growth_bought_nothing),
       cmocka_unit_test(growth_is_not_held_on_a_spread_of_two_samples),
       cmocka_unit_test(later_passes_over_uniform_items_keep_the_best_size),
