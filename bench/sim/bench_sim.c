@@ -5,11 +5,13 @@
  *   bench_sim policies [PRESETS_DIR]     every policy on every preset and on random clusters
  *                                         of 2-64 PUs with up to 30x speed spread: ratio to
  *                                         the lower bound and to greedy
- *   bench_sim superlinear [PARAMS]      random clusters whose curves have quadratic, cubic or
+ *   bench_sim superlinear [PARAMS] [ITEMS]
+ *                                       random clusters whose curves have quadratic, cubic or
  *                                         x ln x terms (a best block size y* per PU): ratio
  *                                         to the lower bound of greedy, plb-hac and hlb, of
  *                                         hlb's third pass remembering the first two, and of
- *                                         hlb with PARAMS (e.g. best_block=0) when given
+ *                                         hlb with PARAMS (e.g. best_block=0) when given;
+ *                                         over ITEMS items (default 10^5; 1e6 style)
  *   bench_sim superlinear-cluster PUS K  prints the JSON of that table's cluster K (1-3) of PUS
  *                                         PUs, for `hlb sim FILE` (docs/benchmarks.md)
  *   bench_sim all      (default)         events, scale and policies, with their default sizes
@@ -322,7 +324,7 @@ static void bench_policies(const char *dir) {
 
 /* Random superlinear clusters: greedy, plb-hac and hlb, hlb's third pass remembering the first
  * two (a later run from stored models), and hlb with `params` when given. */
-static void bench_superlinear(const char *params) {
+static void bench_superlinear(const char *params, size_t items) {
   const char *names[] = {"greedy", "plb-hac", "hlb", "hlb", "hlb"};
   const char *label_of[] = {"greedy", "plb-hac", "hlb", "hlb pass 3", params};
   const char *prm[] = {NULL, NULL, NULL, NULL, params};
@@ -330,8 +332,9 @@ static void bench_superlinear(const char *params) {
   unsigned n = params ? 5 : 4;
   double lr[5] = {0}, lg[5] = {0};
   unsigned rows = 0;
-  printf("\n== random superlinear clusters (best blocks of 100-3000 items, noise 0.05, 10^5 "
-         "items): ratio to bound (/ greedy) ==\n");
+  printf("\n== random superlinear clusters (best blocks of 100-3000 items, noise 0.05, %zu "
+         "items): ratio to bound (/ greedy) ==\n",
+         items);
   printf("%-36s %10s", "PUs seed", "bound_s");
   for (unsigned i = 0; i < n; i++)
     printf(" %12s", label_of[i]);
@@ -348,7 +351,7 @@ static void bench_superlinear(const char *params) {
       free(json);
       double mk[5], bound = 0;
       for (unsigned i = 0; i < n; i++) {
-        hlb_sim_result *r = sim_passes(c, 100000, names[i], prm[i], seed, passes[i]);
+        hlb_sim_result *r = sim_passes(c, items, names[i], prm[i], seed, passes[i]);
         mk[i] = r && r->exactly_once ? r->makespan_s : NAN;
         if (r) bound = r->lower_bound_s;
         hlb_sim_result_free(r);
@@ -369,6 +372,31 @@ static void bench_superlinear(const char *params) {
       hlb_cluster_free(c);
     }
   print_geomean("geometric mean (superlinear)", lr, lg, n, rows);
+}
+
+/* bench_sim superlinear [PARAMS] [ITEMS]: an argument that is a whole number of items (1e6 style
+ * accepted) is ITEMS, another PARAMS. */
+static int run_superlinear(int argc, char **argv) {
+  const char *params = NULL;
+  size_t items = 100000;
+  for (int i = 2; i < argc; i++) {
+    char *end = NULL;
+    double v = strtod(argv[i], &end);
+    if (end != argv[i] && *end == '\0') {
+      if (!(v >= 1 && v <= 1e15 && v == floor(v))) {
+        fprintf(stderr,
+                "bench_sim superlinear: ITEMS must be a whole number from 1 to 1e15, not "
+                "'%s'\n",
+                argv[i]);
+        return 2;
+      }
+      items = (size_t)v;
+    } else {
+      params = argv[i];
+    }
+  }
+  bench_superlinear(params, items);
+  return 0;
 }
 
 /* bench_sim superlinear-cluster PUS K: the cluster bench_superlinear names "PUS PUs, cluster K"
@@ -401,7 +429,7 @@ int main(int argc, char **argv) {
                 argc > 3 && strcmp(what, "all") ? (size_t)atof(argv[3]) : 100000000);
   if (!strcmp(what, "policies") || !strcmp(what, "all"))
     bench_policies(argc > 2 && strcmp(what, "all") ? argv[2] : HLB_PRESETS_DIR);
-  if (!strcmp(what, "superlinear")) bench_superlinear(argc > 2 ? argv[2] : NULL);
+  if (!strcmp(what, "superlinear")) return run_superlinear(argc, argv);
   if (!strcmp(what, "superlinear-cluster")) return print_superlinear_cluster(argc, argv);
   return 0;
 }
