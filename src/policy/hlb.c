@@ -153,8 +153,8 @@ typedef struct miss_ring {
 #define GAIN_DOF 2
 /* A larger octave this much dearer per item than the best, the best being the smallest size a
  * PU measured, is a wall past its best size that the sizes below may still hold (octave_cap):
- * five times RISE, beyond what a node link's queueing or items of other costs made of affine
- * PUs' blocks (the presets unchanged with it). */
+ * a rise of 50 %, five times RISE's, beyond what a node link's queueing or items of other costs
+ * made of affine PUs' blocks (the presets unchanged with it). */
 #define WALL_RISE 1.5
 
 /* Sums per octave of block size (2^k <= x < 2^(k+1)): items, seconds, blocks and squared times

@@ -650,11 +650,13 @@ static void test_device_alone_faster_takes_cores(void **st) {
   remove_dir(dir);
 }
 
-/* Stored as a mixed run would leave them: the device narrowed beside the cpu PU released, its
- * blocks doing dev_rate items per second on its cores, the cpu PU's blocks cpu_rate on its own
- * (both written straight into the model file); `note` ends the release's reason. */
-static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
-                            double dev_rate, double cpu_rate, const char *note) {
+/* Stored as a mixed run would leave them: the device narrowed beside the cpu PU, its blocks doing
+ * dev_rate items per second on its cores, the cpu PU's blocks cpu_rate on its own (both written
+ * straight into the model file), and the run's decision: the device released, `note` ending the
+ * reason, or with `takes_cores` found faster per core (judge_takeover) and kept. */
+static void store_mixed_decision(const char *dir, const hlb_exec_pu *narrowed,
+                                 const hlb_exec_pu *cpu, double dev_rate, double cpu_rate,
+                                 const char *note, int takes_cores) {
   hlb_codelet cl = codelet();
   cl.name = "heavy-affine";
   char codelet_key[256], dev_key[320], cpu_key[320];
@@ -667,13 +669,23 @@ static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const 
   assert_int_equal(hlb__model_append(&set, dev_key, &dev, 1), 0);
   assert_int_equal(hlb__model_append(&set, cpu_key, &host, 1), 0);
   hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, dev_key);
-  /* The reason as the executor writes it: the device's rate against its cores' in the cpu PU. */
-  snprintf(d->released, sizeof d->released,
-           "released: %.3g items/s against %.3g items/s for the %u core%s it held in cpu%s",
-           dev_rate, cpu_rate / cpu->cores * narrowed->cores, narrowed->cores,
-           narrowed->cores > 1 ? "s" : "", note);
+  /* The reasons as the executor writes them: the device's rate against its cores' in the cpu PU,
+   * or per core against a core's. */
+  if (takes_cores)
+    snprintf(d->takes_cores, sizeof d->takes_cores, "%.3g against %.3g items/s in cpu",
+             dev_rate / narrowed->cores, cpu_rate / cpu->cores);
+  else
+    snprintf(d->released, sizeof d->released,
+             "released: %.3g items/s against %.3g items/s for the %u core%s it held in cpu%s",
+             dev_rate, cpu_rate / cpu->cores * narrowed->cores, narrowed->cores,
+             narrowed->cores > 1 ? "s" : "", note);
   assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
   hlb__model_set_free(&set);
+}
+
+static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
+                            double dev_rate, double cpu_rate, const char *note) {
+  store_mixed_decision(dir, narrowed, cpu, dev_rate, cpu_rate, note, 0);
 }
 
 /* The cpu PU (throttled 10x) and the device narrowed beside it, as a mixed run opens them (a run
@@ -830,28 +842,6 @@ static void test_trial_decided_within_one_executor(void **st) {
   hlb_exec_stats_clear(&s);
 }
 
-/* Stored as a mixed run that judged the device narrowed beside the cpu PU faster per core would
- * leave them (judge_takeover): its blocks and the cpu PU's at the given rates, and its
- * takes_cores reason. */
-static void store_takeover(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
-                           double dev_rate, double cpu_rate) {
-  store_mixed_run(dir, narrowed, cpu, dev_rate, cpu_rate, "");
-  hlb_codelet cl = codelet();
-  cl.name = "heavy-affine";
-  char codelet_key[256], dev_key[320];
-  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
-  hlb__model_pu_key(narrowed, narrowed->cores, dev_key, sizeof dev_key);
-  hlb__model_set set = {0};
-  assert_int_equal(hlb__model_read(dir, codelet_key, &set), 0);
-  hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, dev_key);
-  assert_non_null(d);
-  d->released[0] = '\0';
-  snprintf(d->takes_cores, sizeof d->takes_cores, "%.3g against %.3g items/s in cpu",
-           dev_rate / narrowed->cores, cpu_rate / cpu->cores);
-  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
-  hlb__model_set_free(&set);
-}
-
 /* A takeover a mixed run judged kernel against kernel is a try, not a decision: the comparison
  * per core does not carry over to the device whole on every core (k-means' PoCL read faster per
  * core beside the cpu PU in some first runs and took 2.5x the cpu PU's time alone, in every
@@ -864,7 +854,7 @@ static void test_stored_takeover_is_tried(void **st) {
   if (!mixed_pus(&host, &narrowed)) return;
   char dir[] = "/tmp/hlb-takeover-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  store_takeover(dir, &narrowed, &host, 2e6 * narrowed.cores, 1e6 * host.cores);
+  store_mixed_decision(dir, &narrowed, &host, 2e6 * narrowed.cores, 1e6 * host.cores, "", 1);
   hlb_exec_options o;
   hlb_executor *ex = heavy_executor("cpu,opencl:0", 10, ALONE_CHUNKS, HLB_MODELS_ON, dir, &o);
   hlb_codelet cl = heavy_codelet("heavy-affine");
@@ -888,7 +878,7 @@ static void test_stored_takeover_is_tried(void **st) {
   /* A new process: the stored takeover stands against the stored run alone, which decides. */
   char fresh[] = "/tmp/hlb-takeover-XXXXXX";
   assert_non_null(mkdtemp(fresh));
-  store_takeover(fresh, &narrowed, &host, 2e6 * narrowed.cores, 1e6 * host.cores);
+  store_mixed_decision(fresh, &narrowed, &host, 2e6 * narrowed.cores, 1e6 * host.cores, "", 1);
   run_spec_with_models("opencl:0", 1, fresh, 0, ALONE_CHUNKS, &s); /* its run alone, stored */
   hlb_exec_stats_clear(&s);
   run_spec_with_models("cpu,opencl:0", 10, fresh, 0, ALONE_CHUNKS, &s);
