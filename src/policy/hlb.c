@@ -188,8 +188,9 @@ typedef struct hpu {
   double ycap;      /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
   octave_sums bins; /* best_block: this run's own blocks */
   octave_sums all;  /* every sample, an earlier pass's included (largest_size_growth) */
-  octave_sums computed; /* the same in compute time alone (a cap read off priors) */
-  int growth;           /* largest_size_growth, kept by learn: only it changes sums and sizes */
+  octave_sums computed;     /* the same in compute time alone (a cap read off priors) */
+  octave_sums own_computed; /* this run's own blocks in compute time alone (forgot: see there) */
+  int growth;               /* largest_size_growth, kept by learn: only it changes sums and sizes */
 } hpu;
 
 typedef struct hlbp {
@@ -469,7 +470,18 @@ static void find_best_block(hlbp *h, unsigned p) {
    * is then dearer items): on the spikes map's remembered passes without item costs, searching
    * below took 1.065 to 1.14 x the bound (worst 1.16 -> 1.68). */
   int search_below = q->priors == 0 && !q->forgot && !q->uneven;
-  double cap = octave_cap(&q->bins, 1.0 + fmax(2.0 * slack, RISE), slack, search_below);
+  double rise = 1.0 + fmax(2.0 * slack, RISE);
+  double cap = octave_cap(&q->bins, rise, slack, search_below);
+  /* A PU that forgot its priors relearns from probes sent at the start of a run, the moment its
+   * transfers most likely queue behind the other PUs' first blocks on a shared link: its rise must
+   * show in compute time too. boinski-apl09-12-jacobi2048's K20m, its priors forgotten at the start
+   * of a remembered pass, probed 20 systems in 13 s, then sent 80 that took 390 s behind the
+   * others' transfers (29 s of compute), and was capped at 20 for the rest of the pass: 3544
+   * blocks, idle 44 % of the run waiting on the link (`hlb sim ... --passes 3 --remember
+   * --no-item-costs`, seed 213: 1.169 x the bound, 1.014 with this). Not for every PU: in first
+   * runs of the Jacobi presets a slow CPU's cap read off queued transfers keeps its blocks small,
+   * which ends those runs better (jacobi512 1.034 -> 1.048 x the bound without it). */
+  if (q->forgot && cap > 0 && !(octave_cap(&q->own_computed, rise, slack, 0) > 0)) cap = 0.0;
   /* A run that starts from an earlier run's blocks (priors) plans from their sizes and probes
    * no smaller ones, so its own blocks may never show the rise. Its cap may then come from every
    * sample, the priors' included, in compute time alone (a transfer that queued behind other
@@ -625,6 +637,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
     if (!prior) octave_add(&q->bins, x, t);
     octave_add(&q->all, x, t);
     if (s->compute_s > 0) octave_add(&q->computed, x, s->compute_s);
+    if (s->compute_s > 0 && !prior) octave_add(&q->own_computed, x, s->compute_s);
   }
   q->growth = largest_size_growth(q);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
