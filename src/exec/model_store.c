@@ -17,21 +17,11 @@
 #include <unistd.h>
 
 #include "common/error_internal.h"
+#include "common/files.h"
 #include "common/json.h"
 #include "common/options_internal.h"
 #include "hlb/models.h"
 #include "hlb/policy.h"
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-#define FNV_START 0xcbf29ce484222325ull
 
 int hlb__model_dir(const char *dir, char *out, size_t cap) {
   const char *env = hlb__option_env("model-dir");
@@ -75,7 +65,7 @@ static void describe_host(void) {
   char what[200];
   snprintf(what, sizeof what, "%s, %d cores", model ? model : "unknown CPU", cores);
   snprintf(host_desc, sizeof host_desc, "%s, %llu GiB", what, memory >> 30);
-  uint64_t h = fnv1a(FNV_START, what, strlen(what));
+  uint64_t h = hlb__fnv1a(HLB__FNV_START, what, strlen(what));
   snprintf(host_key, sizeof host_key, "%016llx", (unsigned long long)h);
   if (loaded) hwloc_topology_destroy(topo);
 }
@@ -90,7 +80,7 @@ void hlb__model_codelet_key(const hlb_codelet *cl, char *out, size_t cap) {
   uint64_t f[2 + HLB_EXEC_MAX_SHARED] = {cl->in_bytes_per_item, cl->out_bytes_per_item};
   for (unsigned i = 0; i < cl->n_shared && i < HLB_EXEC_MAX_SHARED; i++)
     f[2 + i] = cl->shared[i].bytes;
-  uint64_t h = fnv1a(FNV_START, f, sizeof f);
+  uint64_t h = hlb__fnv1a(HLB__FNV_START, f, sizeof f);
   char name[96];
   snprintf(name, sizeof name, "%s", cl->name && *cl->name ? cl->name : "unnamed");
   for (char *c = name; *c; c++)
@@ -183,7 +173,7 @@ static unsigned n_warned;
 
 __attribute__((format(printf, 2, 3))) static void warn_once(const char *path, const char *fmt,
                                                             ...) {
-  uint64_t h = fnv1a(FNV_START, path, strlen(path));
+  uint64_t h = hlb__fnv1a(HLB__FNV_START, path, strlen(path));
   pthread_mutex_lock(&warned_mu);
   int seen = 0;
   for (unsigned i = 0; i < n_warned; i++)
@@ -337,17 +327,6 @@ int hlb__model_read(const char *dir, const char *codelet_key, hlb__model_set *ou
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-static int mkdir_p(char *path) {
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    int bad = mkdir(path, 0755) != 0 && errno != EEXIST;
-    *p = '/';
-    if (bad) return -1;
-  }
-  return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static cJSON *to_json(const hlb__model_set *set, const char *codelet_name) {
   char key[17], desc[256];
   hlb__model_host(key, desc, sizeof desc);
@@ -395,32 +374,11 @@ static cJSON *to_json(const hlb__model_set *set, const char *codelet_name) {
   return root;
 }
 
-/* Write `text` to `path` through a temporary file in the same directory and a rename, so a
- * reader sees the old file or the new one, never half of one. */
+/* Write `text` to `path` atomically (hlb__replace_file). */
 static int replace_file(const char *path, const char *text) {
-  size_t len = strlen(path) + 8;
-  char *tmp = malloc(len);
-  if (!tmp) return hlb__error(HLB_ENOMEM, "models: out of memory");
-  snprintf(tmp, len, "%s.XXXXXX", path);
-  int fd = mkstemp(tmp), rc = 0;
-  if (fd < 0) {
-    rc = hlb__error(HLB_EIO, "models: %s: cannot create a temporary file: %s", path,
-                    strerror(errno));
-  } else {
-    size_t n = strlen(text), done = 0;
-    while (done < n) {
-      ssize_t w = write(fd, text + done, n - done);
-      if (w <= 0) break;
-      done += (size_t)w;
-    }
-    fchmod(fd, 0644);
-    if (close(fd) != 0 || done != n || rename(tmp, path) != 0) {
-      rc = hlb__error(HLB_EIO, "models: %s: writing failed: %s", path, strerror(errno));
-      unlink(tmp);
-    }
-  }
-  free(tmp);
-  return rc;
+  if (hlb__replace_file(path, text, strlen(text)) != 0)
+    return hlb__error(HLB_EIO, "models: %s: writing failed: %s", path, strerror(errno));
+  return 0;
 }
 
 /* add's decisions carried into `now` (hlb__model_merge_pu). */
@@ -452,7 +410,7 @@ int hlb__model_write(const char *dir, const char *codelet_key, const char *codel
   hlb__model_host(host, NULL, 0);
   char folder[4096];
   snprintf(folder, sizeof folder, "%s/%s", dir, host);
-  if (mkdir_p(folder) != 0)
+  if (hlb__mkdir_p(folder) != 0)
     return hlb__error(HLB_EIO, "models: cannot create %s: %s", folder, strerror(errno));
   char lock_path[4200];
   snprintf(lock_path, sizeof lock_path, "%s/.lock", folder);
