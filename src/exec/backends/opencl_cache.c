@@ -235,16 +235,13 @@ cl_int hlb__cl_program(cl_context ctx, cl_device_id dev, const char *source, con
   if (!bin && dir[0]) bin = file_read(dir, key, &len), where = &stats.file;
   if (bin) {
     *out = from_binary(ctx, dev, bin, len, options);
-    free(bin);
     if (*out) {
       count(where);
-      if (where == &stats.file) { /* kept in memory too, for the rest of the process */
-        unsigned char *again = program_binary(*out, &len);
-        if (again) memory_keep(key, again, len);
-        free(again);
-      }
+      if (where == &stats.file) memory_keep(key, bin, len); /* for the rest of the process */
+      free(bin);
       return CL_SUCCESS;
     }
+    free(bin);
     count(&stats.refused);
   }
   cl_int err;
