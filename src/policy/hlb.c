@@ -188,9 +188,8 @@ typedef struct hpu {
   double ycap;      /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
   octave_sums bins; /* best_block: this run's own blocks */
   octave_sums all;  /* every sample, an earlier pass's included (largest_size_growth) */
-  octave_sums computed;     /* the same in compute time alone (a cap read off priors) */
-  octave_sums own_computed; /* this run's own blocks in compute time alone (forgot: see there) */
-  int growth;               /* largest_size_growth, kept by learn: only it changes sums and sizes */
+  octave_sums computed; /* the same in compute time alone (a cap read off priors) */
+  int growth;           /* largest_size_growth, kept by learn: only it changes sums and sizes */
 } hpu;
 
 typedef struct hlbp {
@@ -480,8 +479,9 @@ static void find_best_block(hlbp *h, unsigned p) {
    * blocks, idle 44 % of the run waiting on the link (`hlb sim ... --passes 3 --remember
    * --no-item-costs`, seed 213: 1.169 x the bound, 1.014 with this). Not for every PU: in first
    * runs of the Jacobi presets a slow CPU's cap read off queued transfers keeps its blocks small,
-   * which ends those runs better (jacobi512 1.034 -> 1.048 x the bound without it). */
-  if (q->forgot && cap > 0 && !(octave_cap(&q->own_computed, rise, slack, 0) > 0)) cap = 0.0;
+   * which ends those runs better (jacobi512 1.034 -> 1.048 x the bound without it). Forgetting
+   * dropped every prior (forget_priors), so `computed` holds this run's blocks alone. */
+  if (q->forgot && cap > 0 && !(octave_cap(&q->computed, rise, slack, 0) > 0)) cap = 0.0;
   /* A run that starts from an earlier run's blocks (priors) plans from their sizes and probes
    * no smaller ones, so its own blocks may never show the rise. Its cap may then come from every
    * sample, the priors' included, in compute time alone (a transfer that queued behind other
@@ -637,7 +637,6 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
     if (!prior) octave_add(&q->bins, x, t);
     octave_add(&q->all, x, t);
     if (s->compute_s > 0) octave_add(&q->computed, x, s->compute_s);
-    if (s->compute_s > 0 && !prior) octave_add(&q->own_computed, x, s->compute_s);
   }
   q->growth = largest_size_growth(q);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */

@@ -53,7 +53,9 @@ void hlb__cl_cache_forget(void) {
   pthread_mutex_unlock(&lock);
 }
 
-void hlb__cl_cache_dir(char *out, size_t cap) {
+/* The directory of the binary files (HLB_OPENCL_CACHE, else the model directory's opencl/), or
+ * "" when files are off (HLB_OPENCL_CACHE=off, or no directory can be found). */
+static void cache_dir(char *out, size_t cap) {
   out[0] = '\0';
   const char *env = hlb__option_env("opencl-cache");
   if (env && strcmp(env, "off") == 0) return;
@@ -228,7 +230,7 @@ cl_int hlb__cl_program(cl_context ctx, cl_device_id dev, const char *source, con
   if (!source || !options) return CL_INVALID_VALUE;
   uint64_t key = binary_key(dev, source, options);
   char dir[4096];
-  hlb__cl_cache_dir(dir, sizeof dir);
+  cache_dir(dir, sizeof dir);
   size_t len = 0;
   unsigned char *bin = memory_find(key, &len);
   unsigned *where = &stats.memory;

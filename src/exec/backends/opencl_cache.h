@@ -31,12 +31,8 @@ typedef struct hlb__cl_cache_stats {
 } hlb__cl_cache_stats;
 void hlb__cl_cache_stats_get(hlb__cl_cache_stats *out);
 
-/* Drop the binaries kept in memory and zero the counts (the files stay): for tests, and
- * at exit. */
+/* Drop the binaries kept in memory and zero the counts (the files stay): for tests, as a new
+ * process would start. */
 void hlb__cl_cache_forget(void);
-
-/* The directory of the binary files (HLB_OPENCL_CACHE, else the model directory's opencl/), or
- * "" when files are off (HLB_OPENCL_CACHE=off, or no directory can be found). */
-void hlb__cl_cache_dir(char *out, size_t cap);
 
 #endif
