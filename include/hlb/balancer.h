@@ -150,6 +150,14 @@ HLB_EXTERN int hlb_balancer_fail(hlb_balancer *b, unsigned pu, const hlb_block *
  * run cannot finish: hlb_balancer_next() returns HLB_ESTATE. */
 HLB_EXTERN int hlb_balancer_retire(hlb_balancer *b, unsigned pu);
 
+/* PU `pu` runs `speedup` (finite, > 0) times as fast from its next block on: a cpu PU that
+ * was given the cores of a device released mid-run (cores after / cores before). Its model's
+ * compute times so far, and those of its blocks in flight when they finish (they ran on what
+ * it had), are divided by `speedup` before the model and the policy see them; the decision log
+ * keeps them as measured. The policy is told (hlb_policy_ops.resized). A retired PU, or a
+ * speed-up of 1, changes nothing. HLB_EINVAL for a bad PU or speed-up. */
+HLB_EXTERN int hlb_balancer_resize(hlb_balancer *b, unsigned pu, double speedup);
+
 /* Items never granted or granted and returned by a failure. */
 HLB_EXTERN size_t hlb_balancer_remaining(const hlb_balancer *b);
 /* 1 when every item is processed. */

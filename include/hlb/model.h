@@ -131,6 +131,13 @@ HLB_EXTERN unsigned hlb_model_clears(const hlb_model *m);
  * detail in hlb_last_error()). Cheap: O(1); the fit happens in hlb_model_fit(). */
 HLB_EXTERN int hlb_model_add(hlb_model *m, double items, double compute_s, double transfer_s);
 
+/* Every compute time the model holds, and its fit, times `factor` (finite, > 0), as if its
+ * samples had been measured on a PU that much slower: for a PU whose capacity changed by a known
+ * ratio mid-run (a cpu PU given a released device's cores: `factor` = cores before / cores
+ * after). What the samples showed of the curve's shape stays; transfer times stay. O(1).
+ * HLB_EINVAL for a NULL model or a bad factor. */
+HLB_EXTERN int hlb_model_scale_compute(hlb_model *m, double factor);
+
 /* Refit from the samples so far so that predictions are positive and non-decreasing for
  * x in [min(1, smallest block), x_max] (docs/models.md gives the criterion). Costs about
  * 20-30 us with AICc (every subset of at most 8 terms), independent of the sample count.

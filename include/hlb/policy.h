@@ -81,6 +81,11 @@ typedef struct hlb_policy_ops {
    * PU's model as the policy last fitted it, which is stale for a policy that plans from
    * something else between fits (hlb's straight line, its correction factor). */
   double (*predict)(void *state, unsigned pu, double cost);
+  /* Optional (may be NULL): PU `pu` runs `speedup` times as fast from its next block on
+   * (hlb_balancer_resize: a cpu PU given a released device's cores). The PU's model and the
+   * samples of its blocks still in flight are already in its new units when this is called;
+   * what the policy holds of it (rates, curves, sizes found best) is in the old ones. */
+  void (*resized)(void *state, unsigned pu, double speedup);
 } hlb_policy_ops;
 
 /* The policy sizes blocks by their cost (hlb_balancer_range_cost and friends) when the

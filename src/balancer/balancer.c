@@ -172,6 +172,10 @@ static int takes_priors(const hlb_policy_ops *ops) {
   return ops->struct_size >= offsetof(hlb_policy_ops, prior) + sizeof(void *) && ops->prior;
 }
 
+static int resizes(const hlb_policy_ops *ops) {
+  return ops->struct_size >= offsetof(hlb_policy_ops, resized) + sizeof(void *) && ops->resized;
+}
+
 static int predicts(const hlb_policy_ops *ops) {
   return ops->struct_size >= offsetof(hlb_policy_ops, predict) + sizeof(void *) && ops->predict;
 }
@@ -308,6 +312,7 @@ static int grant(hlb_balancer *b, unsigned pu, double now, size_t want, double s
   f->predicted_s = predicts(b->ops) ? b->ops->predict(b->state, pu, f->cost)
                                     : hlb_model_predict(b->models[pu], f->cost);
   f->log_index = SIZE_MAX;
+  f->time_scale = 1.0;
   if (b->keep_log) {
     if ((rc = log_grant(b, f))) return rc;
     f->log_index = b->n_log - 1;
@@ -437,6 +442,9 @@ int hlb_balancer_done(hlb_balancer *b, unsigned pu, const hlb_sample *s) {
   log_outcome(b, &b->flights.rec[i], s, s->end_s, HLB_OUTCOME_DONE);
   hlb_sample fed = *s;
   fed.cost = b->flights.rec[i].cost;
+  /* A block granted before its PU was resized ran on the capacity it had then: the model and
+   * the policy take its time in the PU's units now (the log keeps it as measured). */
+  if (hlb_sample_valid(s)) fed.compute_s *= b->flights.rec[i].time_scale;
   land(b, i, &fed.block);
   if ((rc = hlb__pool_complete(&b->pool, (hlb__range){fed.block.begin, fed.block.count})))
     return rc;
@@ -483,6 +491,26 @@ int hlb_balancer_retire(hlb_balancer *b, unsigned pu) {
   b->pu[pu].alive = 0;
   b->alive--;
   if (b->ops->retired) b->ops->retired(b->state, pu);
+  return 0;
+}
+
+int hlb_balancer_resize(hlb_balancer *b, unsigned pu, double speedup) {
+  int rc = check_pu_index(b, pu, "hlb_balancer_resize");
+  if (rc) return rc;
+  if (!(speedup > 0) || !isfinite(speedup))
+    return hlb__error(HLB_EINVAL,
+                      "hlb_balancer_resize: pu %u: speed-up %g is not a finite positive number", pu,
+                      speedup);
+  if (!b->pu[pu].alive || speedup == 1.0) return 0;
+  double factor = 1.0 / speedup;
+  if ((rc = hlb_model_scale_compute(b->models[pu], factor))) return rc;
+  for (uint32_t k = b->pu[pu].flying.head; k != HLB__NIL; k = b->flights.rec[k].next)
+    b->flights.rec[k].time_scale *= factor;
+  /* The item cost density divides each block's time by its PU's speed: one PU, one speed. */
+  for (size_t k = 0; k < b->n_obs; k++)
+    if (b->obs[k].pu == pu) b->obs[k].seconds *= factor;
+  b->n_learnt = 0; /* what hlb_balancer_log_sample learnt from them is stale */
+  if (resizes(b->ops)) b->ops->resized(b->state, pu, speedup);
   return 0;
 }
 

@@ -21,6 +21,9 @@ typedef struct hlb__flight {
   double predicted_s;
   double cost; /* the block's cost in average items at grant time (its count without a density) */
   size_t log_index; /* entry in the decision log, or SIZE_MAX without a log */
+  /* Its compute time's factor to the PU's capacity now: 1, or less when the PU grew
+   * (hlb_balancer_resize) while the block ran on what it had before. */
+  double time_scale;
   unsigned pu;
   uint32_t prev, next; /* the PU's list, in grant order; next also links the free list */
 } hlb__flight;

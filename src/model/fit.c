@@ -479,6 +479,7 @@ static int take_first_monotone(hlb_model *m, cand *const *ord, int n, const mono
     m->terms = best->mask;
     m->r2 = r_squared(m, best->rss);
     m->score = best->score;
+    m->score_n = m->f.sn;
     m->fitted = 1;
     return 0;
   }

@@ -233,6 +233,44 @@ int hlb_model_add(hlb_model *m, double items, double compute_s, double transfer_
   return 0;
 }
 
+/* Scaling every y by f scales a relative weight 1 / y^2 by 1 / f^2 (a uniform one stays), so
+ * the sums of a model whose samples had been f times longer follow without the samples; the
+ * least-squares solution of each subset is then f times the old one, and R^2 is unchanged. */
+int hlb_model_scale_compute(hlb_model *m, double factor) {
+  if (!m) return hlb__error(HLB_EINVAL, "hlb_model_scale_compute: model is NULL");
+  if (!(factor > 0) || !isfinite(factor))
+    return hlb__error(HLB_EINVAL,
+                      "hlb_model_scale_compute: factor %g is not a finite positive number", factor);
+  int uniform = m->opt.weighting == HLB_WEIGHT_UNIFORM;
+  double k = uniform ? 1.0 : 1.0 / (factor * factor); /* the weights' factor */
+  for (int i = 0; i < HLB__NT; i++) {
+    for (int j = 0; j < HLB__NT; j++)
+      m->f.xtx[i][j] *= k;
+    m->f.xty[i] *= k * factor;
+  }
+  m->f.yty *= k * factor * factor;
+  m->f.sw *= k;
+  for (size_t i = 0; m->win_x && i < m->win_len; i++) {
+    size_t at = (m->win_head + i) % m->opt.loo_window;
+    m->win_y[at] *= factor;
+    m->win_w[at] *= k;
+  }
+  if (m->fitted) {
+    for (int t = 0; t < HLB__NT; t++)
+      m->curve.coef[t] *= factor;
+    /* The leave-one-out score is a weighted mean of squared errors, f^2 times as large under
+     * either weighting; AICc's n ln(rss / n) moves by n ln f^2 where the weighted residuals
+     * scale (uniform weights) and not where they do not (relative ones). */
+    if (!isnan(m->score)) {
+      if (m->opt.criterion == HLB_SELECT_LOOCV)
+        m->score *= factor * factor;
+      else if (uniform)
+        m->score += m->score_n * log(factor * factor);
+    }
+  }
+  return 0;
+}
+
 int hlb_model_fitted(const hlb_model *m) {
   return m && m->fitted;
 }

@@ -50,6 +50,7 @@ struct hlb_model {
   unsigned terms;
   double r2;
   double score;
+  double score_n; /* the effective sample count the score was computed over (f.sn then) */
 };
 
 /* Least-squares weight of a compute (or transfer) time y for a block of x items under the

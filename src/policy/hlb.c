@@ -1325,6 +1325,43 @@ static void hlb_retired(void *state, unsigned pu) {
   h->planned = 0;
 }
 
+/* The PU runs `speedup` times as fast from its next block on (a cpu PU given a released
+ * device's cores): every time it holds goes into the new units, so its rate, line and
+ * correction carry over and it plans at once with the capacity it has, without a probe. Its
+ * octaves of block size (best_block, largest_size_growth) do not: sizes found dear on the cores it
+ * had, beside the device that then held the others, say little of sizes on all of them.
+ * Blackscholes' first run on `--pus all` on the 2-core VM read a cap of 35000-40000 options off the
+ * cpu PU's blocks beside PoCL's probes, and after PoCL's release the cpu PU, alone on both cores,
+ * did the remaining 3.9 million in 110-600 blocks of that size instead of one (docs/benchmarks.md,
+ * "A cpu PU given a released device's cores"). Its model was scaled by the balancer
+ * (hlb_model_scale_compute). */
+static void hlb_resized(void *state, unsigned pu, double speedup) {
+  hlbp *h = state;
+  if (pu >= h->n || !(speedup > 0) || !isfinite(speedup)) return;
+  hpu *q = &h->pu[pu];
+  double f = 1.0 / speedup;
+  q->u.sum_s *= f;
+  q->u.sxt *= f;
+  q->u.st *= f;
+  q->u.rate *= speedup;
+  for (int k = 0; k < HLB_TERM_COUNT; k++)
+    q->u.curve.coef[k] *= f;
+  for (unsigned i = 0; i < q->ring_n; i++)
+    q->ring_t[i] *= f;
+  for (size_t i = 0; i < q->prior_n; i++)
+    q->prior_t[i] *= f;
+  for (unsigned i = 0; i < q->checked; i++)
+    q->check_sample[i].compute_s *= f;
+  q->min_t *= f;
+  memset(&q->bins, 0, sizeof q->bins);
+  memset(&q->all, 0, sizeof q->all);
+  memset(&q->computed, 0, sizeof q->computed);
+  q->ycap = 0.0;
+  q->growth = GROWTH_FREE;
+  h->current[pu] = 0;
+  h->planned = 0; /* every share changes with this PU's speed */
+}
+
 const hlb_policy_ops hlb__policy_hlb = {
     .abi_version = HLB_POLICY_ABI_VERSION,
     .struct_size = sizeof(hlb_policy_ops),
@@ -1342,4 +1379,5 @@ const hlb_policy_ops hlb__policy_hlb = {
     .fini = hlb_fini,
     .flags = HLB_POLICY_USES_ITEM_COST,
     .predict = hlb_predict,
+    .resized = hlb_resized,
 };

@@ -345,7 +345,14 @@ static int release(sim *s, unsigned d, int in_flight, double dev_rate, double co
   pu_state *ds = &s->pu[d];
   unsigned host = (unsigned)cd->driver_of, k = cd->driver_cores;
   hlb_sim_result *r = s->r;
+  unsigned cores = s->c->pus[host].cores, before = cores - s->held[host];
   s->held[host] -= k;
+  /* Mid-run, the policy plans the cpu PU at its new size from then on, as the executor tells
+   * it (release_locked); before the run (release_remembered) it has no block of this pass. */
+  if (s->r->blocks > 0 && s->pu[host].state != PU_DEAD && before > 0) {
+    int rc = hlb_balancer_resize(s->b, host, (double)(cores - s->held[host]) / before);
+    if (rc < 0) return hlb__error_prefix(rc, "sim: resizing pu %u at t=%g: ", host, s->now);
+  }
   ds->released = 1;
   hlb_sim_release *e = &r->released[r->n_released++];
   *e = (hlb_sim_release){d, host, k, s->now, dev_rate, core_rate * k, in_flight, ""};

@@ -15,6 +15,7 @@
 #include "hlb/error.h"
 #include "hlb/model.h"
 #include "hlb/policy.h"
+#include "model/model_internal.h"
 
 static hlb_pu_desc pus[4] = {{"cpu0", "cpu", 1, 0, 0, 0},
                              {"gpu0", "gpu", 4, 0, 0, 0},
@@ -912,6 +913,50 @@ static void items_look_uniform_when_map_and_blocks_agree(void **state) {
   }
 }
 
+/* hlb_balancer_resize: a block granted before its PU grew ran on what it had, so its time
+ * reaches the model in the PU's new units; blocks granted after as measured; the decision log
+ * keeps every time as measured. Relative weights (the default) make the model's sum of 1 / y
+ * over its samples readable: xty of the constant term. */
+static void a_resized_pu_gets_its_times_in_new_units(void **state) {
+  (void)state;
+  hlb_balancer_config c = config(100, 2, "greedy", "chunk=10");
+  c.keep_log = 1;
+  hlb_balancer *b = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  hlb_block before, flying, after;
+  assert_int_equal(hlb_balancer_next(b, 0, 0.0, &before), HLB_GRANT);
+  hlb_sample s = sample(before, 1.0, 0.0, 1.0);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 1.0, &flying), HLB_GRANT);
+  assert_int_equal(hlb_balancer_resize(b, 0, 2.0), 0); /* e.g. 1 core -> 2 */
+  s = sample(flying, 1.0, 0.0, 2.0);                   /* it ran on 1 core */
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 2.0, &after), HLB_GRANT);
+  s = sample(after, 0.5, 0.0, 2.5); /* on 2 cores */
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  const hlb_model *m = hlb_balancer_model(b, 0);
+  assert_int_equal(hlb_model_samples(m), 3);
+  /* Three samples of 0.5 s: sum of 1 / y = 6 (unscaled, 1 + 1 + 2 = 4). */
+  assert_true(fabs(m->f.xty[HLB_TERM_CONST] - 6.0) < 1e-9);
+  const hlb_decision *log = NULL;
+  size_t n = hlb_balancer_log(b, &log);
+  double measured[3] = {1.0, 1.0, 0.5};
+  for (size_t i = 0, k = 0; i < n; i++)
+    if (log[i].outcome == HLB_OUTCOME_DONE) assert_true(log[i].compute_s == measured[k++]);
+  /* The other PU is untouched; bad arguments are named; a retired PU is left as it is. */
+  assert_int_equal(hlb_model_samples(hlb_balancer_model(b, 1)), 0);
+  double bad[] = {0.0, -2.0, NAN, INFINITY};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(hlb_balancer_resize(b, 0, bad[i]), HLB_EINVAL);
+    assert_non_null(strstr(hlb_last_error(), "hlb_balancer_resize: pu 0: speed-up"));
+  }
+  assert_int_equal(hlb_balancer_resize(b, 7, 2.0), HLB_EINVAL);
+  assert_int_equal(hlb_balancer_retire(b, 1), 0);
+  assert_int_equal(hlb_balancer_resize(b, 1, 2.0), 0);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), HLB_EVERIFY); /* 70 items never run */
+  hlb_balancer_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(kept_samples_are_sized_by_cost),
@@ -926,6 +971,7 @@ int main(void) {
       cmocka_unit_test(wait_then_failed_range_regranted),
       cmocka_unit_test(blocks_not_in_flight_are_rejected),
       cmocka_unit_test(retirement),
+      cmocka_unit_test(a_resized_pu_gets_its_times_in_new_units),
       cmocka_unit_test(rejected_samples_still_count),
       cmocka_unit_test(min_max_and_granularity),
       cmocka_unit_test(first_block_caps_the_first_grant),

@@ -556,6 +556,68 @@ static void search_goes_past_scored_subsets(void **s) {
   hlb_model_destroy(m);
 }
 
+/* The quadratic's times, halved. */
+static double quad_times_half(double x) {
+  return 0.5 * quad(x);
+}
+
+static hlb_model *make_weighted(hlb_select crit, hlb_weighting w) {
+  hlb_model_options o;
+  hlb_model_options_default(&o);
+  o.criterion = crit;
+  o.weighting = w;
+  hlb_model *m = NULL;
+  assert_int_equal(hlb_model_create(1000, &o, &m), 0);
+  return m;
+}
+
+/* hlb_model_scale_compute: a model whose samples are scaled fits as one fed the scaled samples
+ * (its sums follow without the samples, weights included), and a fitted model predicts `factor`
+ * times as long at once, under either weighting and criterion; its score is what a refit gives. */
+static void scaled_samples_fit_as_samples_fed_scaled(void **state) {
+  (void)state;
+  hlb_select crits[2] = {HLB_SELECT_AICC, HLB_SELECT_LOOCV};
+  hlb_weighting weights[2] = {HLB_WEIGHT_RELATIVE, HLB_WEIGHT_UNIFORM};
+  for (int c = 0; c < 2; c++)
+    for (int w = 0; w < 2; w++) {
+      hlb_model *scaled = make_weighted(crits[c], weights[w]);
+      hlb_model *fed = make_weighted(crits[c], weights[w]);
+      feed(scaled, quad, 10, 1000, 12, 48, 0.03, 7);
+      assert_int_equal(hlb_model_scale_compute(scaled, 0.5), 0);
+      /* Later samples in the new units weigh against the scaled ones as in `fed`. */
+      feed(scaled, quad_times_half, 400, 1000, 5, 24, 0.3, 8);
+      feed(fed, quad_times_half, 10, 1000, 12, 48, 0.03, 7); /* the same draws, halved */
+      feed(fed, quad_times_half, 400, 1000, 5, 24, 0.3, 8);
+      assert_int_equal(hlb_model_fit(scaled, 1000), 0);
+      assert_int_equal(hlb_model_fit(fed, 1000), 0);
+      assert_int_equal(hlb_model_terms(scaled), hlb_model_terms(fed));
+      for (double x = 10; x <= 1000; x *= 1.5)
+        assert_true(fabs(hlb_model_predict(scaled, x) / hlb_model_predict(fed, x) - 1) < 1e-9);
+      /* Fitted: scaled in place, it predicts twice as long, and its R^2 and score are those of
+       * a refit over the same samples. */
+      double before = hlb_model_predict(fed, 500), r2 = hlb_model_r2(fed);
+      assert_int_equal(hlb_model_scale_compute(fed, 2.0), 0);
+      assert_true(fabs(hlb_model_predict(fed, 500) / before - 2.0) < 1e-12);
+      assert_true(fabs(hlb_model_r2(fed) - r2) < 1e-12);
+      double score = hlb_model_score(fed);
+      assert_int_equal(hlb_model_fit(fed, 1000), 0);
+      if (!(fabs(hlb_model_score(fed) - score) <= 1e-7 * fmax(1.0, fabs(score))))
+        fail_msg("criterion %d, weighting %d: score %.12g scaled, %.12g refitted", c, w, score,
+                 hlb_model_score(fed));
+      assert_true(fabs(hlb_model_predict(fed, 500) / before - 2.0) < 1e-9);
+      hlb_model_destroy(scaled);
+      hlb_model_destroy(fed);
+    }
+  hlb_model *m = make(1000, HLB_SELECT_AICC, 1.0);
+  double bad[] = {0.0, -1.0, NAN, INFINITY};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(hlb_model_scale_compute(m, bad[i]), HLB_EINVAL);
+    assert_non_null(strstr(hlb_last_error(), "is not a finite positive number"));
+  }
+  assert_int_equal(hlb_model_scale_compute(NULL, 2.0), HLB_EINVAL);
+  hlb_model_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(recovers_linear),
@@ -578,6 +640,7 @@ int main(void) {
       cmocka_unit_test(loocv_window_wraps),
       cmocka_unit_test(fit_equals_full_search),
       cmocka_unit_test(search_goes_past_scored_subsets),
+      cmocka_unit_test(scaled_samples_fit_as_samples_fed_scaled),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,14 +25,19 @@ static hlb_cluster *parse(const char *json) {
   return c;
 }
 
-static hlb_sim_result *run(const hlb_cluster *c, size_t n, const char *policy, const char *params,
-                           int keep) {
+static hlb_sim_result *run_seed(const hlb_cluster *c, size_t n, const char *policy,
+                                const char *params, int keep, uint64_t seed) {
   hlb_sim_options o = {
-      .n_items = n, .policy = policy, .params = params, .seed = 1, .keep_weak_devices = keep};
+      .n_items = n, .policy = policy, .params = params, .seed = seed, .keep_weak_devices = keep};
   hlb_sim_result *r = NULL;
   if (hlb_sim_run(c, &o, &r)) fail_msg("sim: %s", hlb_last_error());
   assert_true(r->exactly_once);
   return r;
+}
+
+static hlb_sim_result *run(const hlb_cluster *c, size_t n, const char *policy, const char *params,
+                           int keep) {
+  return run_seed(c, n, policy, params, keep, 1);
 }
 
 /* cpu0: 8 cores, 0.5 ms per item on all of them (250 items/s per core). */
@@ -72,10 +77,22 @@ static void weak_device_is_released_and_its_core_given_back(void **state) {
     assert_true(fabs(e->core_items_per_s / 250.0 - 1.0) < 0.1);
     assert_non_null(strstr(e->reason, "released at "));
     assert_non_null(strstr(e->reason, "in cpu0"));
-    /* Its core back, the cpu PU finishes within 8 % of the cpu PU alone on all cores (hlb: 7.8 %,
-     * its device blocks are large, so the release comes late). */
-    if (!(r->makespan_s <= 1.08 * r0->makespan_s))
-      fail_msg("%s: %.6g s against %.6g s alone", pols[i], r->makespan_s, r0->makespan_s);
+    /* Its core back, the cpu PU finishes within 5 % of the cpu PU alone on all cores, over seeds
+     * 1-10 (hlb 2.8 %, greedy 0.9 %, plb-hac 1.9 %: the device's blocks hold its core until
+     * the release). Summed over seeds: one seed is one draw of the noise of each block, and
+     * after the release hlb's cpu PU does the rest in one block (seed 1: 12.9 % over the cpu
+     * PU alone, whose two blocks drew faster). */
+    double with = 0.0, without = 0.0;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+      hlb_sim_result *rs = run_seed(c, 100000, pols[i], NULL, 0, seed);
+      hlb_sim_result *r0s = run_seed(a, 100000, pols[i], NULL, 0, seed);
+      with += rs->makespan_s;
+      without += r0s->makespan_s;
+      hlb_sim_result_free(rs);
+      hlb_sim_result_free(r0s);
+    }
+    if (!(with <= 1.05 * without))
+      fail_msg("%s: %.6g s against %.6g s alone over seeds 1-10", pols[i], with, without);
     /* Kept (keep_weak_devices), the device costs the cpu PU a core for the whole run. */
     assert_int_equal(k->n_released, 0);
     assert_true(k->makespan_s > r->makespan_s);
@@ -86,6 +103,24 @@ static void weak_device_is_released_and_its_core_given_back(void **state) {
   }
   hlb_cluster_free(c);
   hlb_cluster_free(a);
+}
+
+/* A cpu PU given a released device's core runs faster from its next block on, and the balancer
+ * tells the policy (hlb_balancer_resize): hlb keeps its line in the new units and drops the block
+ * sizes it found dear on fewer cores. Seed 1: the noise of its blocks beside the device read as a
+ * cap of 400 items, and without the resize the cpu PU, alone after the release, ran the 96000
+ * items left in 244 blocks of that size; now in one. */
+static void a_cpu_pu_given_a_core_is_not_held_to_sizes_read_without_it(void **state) {
+  (void)state;
+  hlb_cluster *c = parse(weak);
+  for (uint64_t seed = 1; seed <= 10; seed++) {
+    hlb_sim_result *r = run_seed(c, 100000, "hlb", NULL, 0, seed);
+    assert_int_equal(r->n_released, 1);
+    if (r->blocks > 20)
+      fail_msg("seed %llu: %llu blocks", (unsigned long long)seed, (unsigned long long)r->blocks);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
 }
 
 /* A pass that remembers the passes before it starts without the device they released, as a
@@ -639,6 +674,7 @@ static void host_delays_are_added_to_every_block(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(weak_device_is_released_and_its_core_given_back),
+      cmocka_unit_test(a_cpu_pu_given_a_core_is_not_held_to_sizes_read_without_it),
       cmocka_unit_test(a_curve_the_solve_refuses_does_not_spoil_the_plan),
       cmocka_unit_test(a_pu_too_slow_for_the_finish_waits),
       cmocka_unit_test(a_pu_without_a_line_gets_a_second_size),
