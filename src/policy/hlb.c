@@ -1332,7 +1332,7 @@ static void hlb_retired(void *state, unsigned pu) {
  * had, beside the device that then held the others, say little of sizes on all of them.
  * Blackscholes' first run on `--pus all` on the 2-core VM read a cap of 35000-40000 options off the
  * cpu PU's blocks beside PoCL's probes, and after PoCL's release the cpu PU, alone on both cores,
- * did the remaining 3.9 million in 110-600 blocks of that size instead of one (docs/benchmarks.md,
+ * did the remaining 3.9 million in 140-600 blocks of that size instead of one (docs/benchmarks.md,
  * "A cpu PU given a released device's cores"). Its model was scaled by the balancer
  * (hlb_model_scale_compute). */
 static void hlb_resized(void *state, unsigned pu, double speedup) {
