@@ -2,7 +2,8 @@
  * deterministic event-driven driver (PUs of known speeds, simulated time, a min-heap of
  * completion events). For each pair it checks: every item processed exactly once, the run
  * terminates with every PU told DONE, blocks respect granularity and min/max, a fast PU is
- * not starved, a PU that fails mid-run is survived, bad samples are reported as
+ * not starved, a PU that fails mid-run is survived, a PU that doubles its speed mid-run
+ * (hlb_balancer_resize) is followed, bad samples are reported as
  * HLB_ESAMPLE and counted, and one PU or a thousand PUs work. */
 #include <math.h>
 #include <setjmp.h>
@@ -31,9 +32,11 @@ typedef struct scenario {
   size_t min_block, max_block; /* applied to odd PUs */
   unsigned fail_pu;            /* PU that fails, or UINT32_MAX */
   double fail_at;              /* simulated second of its failure */
-  int bad_samples; /* PU 1: NaN compute on blocks 1, 3, 5...; PU 2: negative on 1, 4, 7... */
-  int starvation;  /* check the fastest PU processed at least about its share */
-  double noise;    /* compute times vary uniformly by +-noise/2 (deterministic) */
+  int bad_samples;  /* PU 1: NaN compute on blocks 1, 3, 5...; PU 2: negative on 1, 4, 7... */
+  int starvation;   /* check the fastest PU processed at least about its share */
+  double noise;     /* compute times vary uniformly by +-noise/2 (deterministic) */
+  double resize_at; /* simulated second from which PU 0 runs twice as fast (0: never); the driver
+                     * calls hlb_balancer_resize then, with a block of it in flight */
 } scenario;
 
 static double speed_hetero(unsigned p) {
@@ -48,17 +51,18 @@ static double speed_cycle(unsigned p) {
 }
 
 static const scenario scenarios[] = {
-    {"hetero4", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0},
-    {"fast_not_starved", 20000, 1, 4, 1, speed_one_fast, 0, 0, UINT32_MAX, 0, 0, 1, 0},
-    {"pu_fails", 20000, 1, 4, 1, speed_hetero, 0, 0, 2, 0.5, 0, 0, 0},
-    {"bad_samples", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 1, 0, 0},
-    {"single_pu", 5000, 1, 1, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0},
-    {"one_ahead", 20000, 1, 4, 2, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0},
-    {"granularity_min_max", 10007, 8, 5, 1, speed_hetero, 60, 200, UINT32_MAX, 0, 0, 0, 0},
-    {"pus_1000", 3000000, 1, 1000, 1, speed_cycle, 0, 0, UINT32_MAX, 0, 0, 0, 0},
-    {"fails_early", 20000, 1, 4, 1, speed_hetero, 0, 0, 0, 0.01, 0, 0, 0},
-    {"fails_one_ahead", 20000, 1, 4, 2, speed_hetero, 0, 0, 3, 0.3, 0, 0, 0},
-    {"noisy", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0.4},
+    {"hetero4", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0, 0},
+    {"fast_not_starved", 20000, 1, 4, 1, speed_one_fast, 0, 0, UINT32_MAX, 0, 0, 1, 0, 0},
+    {"pu_fails", 20000, 1, 4, 1, speed_hetero, 0, 0, 2, 0.5, 0, 0, 0, 0},
+    {"bad_samples", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 1, 0, 0, 0},
+    {"single_pu", 5000, 1, 1, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0, 0},
+    {"one_ahead", 20000, 1, 4, 2, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0, 0},
+    {"granularity_min_max", 10007, 8, 5, 1, speed_hetero, 60, 200, UINT32_MAX, 0, 0, 0, 0, 0},
+    {"pus_1000", 3000000, 1, 1000, 1, speed_cycle, 0, 0, UINT32_MAX, 0, 0, 0, 0, 0},
+    {"fails_early", 20000, 1, 4, 1, speed_hetero, 0, 0, 0, 0.01, 0, 0, 0, 0},
+    {"fails_one_ahead", 20000, 1, 4, 2, speed_hetero, 0, 0, 3, 0.3, 0, 0, 0, 0},
+    {"noisy", 20000, 1, 4, 1, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0.4, 0},
+    {"pu_resized", 20000, 1, 4, 2, speed_hetero, 0, 0, UINT32_MAX, 0, 0, 0, 0, 0.5},
 };
 enum { N_SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
@@ -128,6 +132,7 @@ typedef struct run {
   unsigned n_waiting;
   size_t bad_sent, esample;
   uint64_t events;
+  int resized; /* PU 0 runs twice as fast (scenario.resize_at passed) */
 } run;
 
 enum { READY, WAITING, STOPPED, FAILED };
@@ -158,6 +163,7 @@ static void granted(run *r, unsigned pu, const hlb_block *blk) {
   check_block(r, pu, blk);
   double start = r->busy_until[pu] > r->now ? r->busy_until[pu] : r->now;
   double compute = (double)blk->count / r->sc->speed(pu);
+  if (pu == 0 && r->resized) compute *= 0.5;
   if (r->sc->noise > 0) compute *= 1 + r->sc->noise * (hlb__rng_uniform(&r->rng) - 0.5);
   double t = start + 2e-4 + compute;
   r->busy_until[pu] = t;
@@ -239,6 +245,11 @@ static void finish(run *r, const event *ev) {
   unsigned pu = ev->blk.pu;
   r->now = ev->t;
   r->events++;
+  if (r->sc->resize_at > 0 && !r->resized && r->now >= r->sc->resize_at) {
+    int rc = hlb_balancer_resize(r->b, 0, 2.0);
+    if (rc) fail_msg("%s: resize(pu 0): %s", tag(r), hlb_last_error());
+    r->resized = 1;
+  }
   if (pu == r->sc->fail_pu && ev->t >= r->sc->fail_at) {
     fail_pu(r, pu, &ev->blk);
     return;
