@@ -204,10 +204,11 @@ static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, d
   ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
   /* The policy plans the cpu PU at its new size from now on, as if its threads scaled with its
    * cores (its correction takes up what they do not); its blocks in flight ran on the cores
-   * before. Cores after over before is finite and positive: the call cannot fail. */
-  if (r->bpu_of[cpu] >= 0)
-    (void)hlb_balancer_resize(r->b, (unsigned)r->bpu_of[cpu],
-                              (double)cpu_cores_now(r, cpu) / (double)cores_before);
+   * before. Devices are judged only after the cpu PU's first blocks (should_release), so its
+   * balancer index is known; cores after over before is finite and positive: the call cannot
+   * fail. */
+  (void)hlb_balancer_resize(r->b, (unsigned)r->bpu_of[cpu],
+                            (double)cpu_cores_now(r, cpu) / (double)cores_before);
   double now = rel_now(r);
   if (isnan(ex->cores_changed_s[cpu][0])) ex->cores_changed_s[cpu][0] = now;
   ex->cores_changed_s[cpu][1] = now;

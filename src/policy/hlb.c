@@ -1357,7 +1357,7 @@ static void hlb_resized(void *state, unsigned pu, double speedup) {
   memset(&q->all, 0, sizeof q->all);
   memset(&q->computed, 0, sizeof q->computed);
   q->ycap = 0.0;
-  q->growth = GROWTH_FREE;
+  q->growth = largest_size_growth(q);
   h->current[pu] = 0;
   h->planned = 0; /* every share changes with this PU's speed */
 }

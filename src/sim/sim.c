@@ -348,8 +348,9 @@ static int release(sim *s, unsigned d, int in_flight, double dev_rate, double co
   unsigned cores = s->c->pus[host].cores, before = cores - s->held[host];
   s->held[host] -= k;
   /* Mid-run, the policy plans the cpu PU at its new size from then on, as the executor tells
-   * it (release_locked); before the run (release_remembered) it has no block of this pass. */
-  if (s->r->blocks > 0 && s->pu[host].state != PU_DEAD && before > 0) {
+   * it (release_locked); before the run (release_remembered) it has no block of this pass. A
+   * dead cpu PU judges nothing (should_release), and the cluster file leaves it a core. */
+  if (s->r->blocks > 0) {
     int rc = hlb_balancer_resize(s->b, host, (double)(cores - s->held[host]) / before);
     if (rc < 0) return hlb__error_prefix(rc, "sim: resizing pu %u at t=%g: ", host, s->now);
   }
