@@ -158,6 +158,13 @@ HLB_EXTERN int hlb_balancer_retire(hlb_balancer *b, unsigned pu);
  * speed-up of 1, changes nothing. HLB_EINVAL for a bad PU or speed-up. */
 HLB_EXTERN int hlb_balancer_resize(hlb_balancer *b, unsigned pu, double speedup);
 
+/* From its next grant on, PU `pu` gets blocks of at most `max_block` items (0: no limit),
+ * rounded down to the granularity and raised to its min_block: the executor bounds what a
+ * device it is trying alone holds before it is judged, growing the cap as its blocks finish
+ * (exec.c, "A trial cut short"). Blocks in flight are not touched; what a capped grant leaves
+ * goes to whoever asks, as with a max_block given at creation. HLB_EINVAL for a bad PU. */
+HLB_EXTERN int hlb_balancer_cap(hlb_balancer *b, unsigned pu, size_t max_block);
+
 /* Items never granted or granted and returned by a failure. */
 HLB_EXTERN size_t hlb_balancer_remaining(const hlb_balancer *b);
 /* 1 when every item is processed. */

@@ -227,19 +227,25 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * a margin over the spread of two runs' rates on the same cores, so a device only as fast
  * does not flip the configuration from run to run. */
 #define HLB_EXEC_TAKE_CORES_FACTOR 1.05
-/* A device computing on the host's cores that a run released for doing fewer items per second
- * than the cores it held would in the cpu PU, but at least this fraction of them (the judge's
- * comparison in the release's reason), is run alone on every core once in the next run whose
- * samples are kept (the stored runs alone then decide, as for HLB_EXEC_TAKE_CORES_FACTOR): a
- * device narrowed to one compute unit is no measure of it whole, either way. Measured here
- * (bench/apps/bench_all_only.sh): PoCL on one compute unit beside the cpu PU did 0.44-0.61x a
- * core on spmv and whole beat the cpu PU on both cores (1.15-1.3x); on blackscholes it did
- * 0.25-0.3x a core and whole only 0.23x the cpu PU, so its one run alone took 4x as long. 0.4
- * lies between the two; a user who only runs `--pus all` would otherwise never see PoCL whole.
- * A device whose kernel the judge could not read (its blocks' times did not rise with their
- * items', and averaged under HLB_EXEC_LAUNCH_MAX_S: launches and copies) is tried whatever its
- * figures: later PoCL spmv runs read 0.07-0.25x a core so. */
-#define HLB_EXEC_EXPLORE_MIN_CORE_RATIO 0.4
+/* A device computing on the host's cores that a run released (it did fewer items per second
+ * than the cores it held would in the cpu PU) is run alone on every core once, in the next run
+ * whose samples are kept (the stored runs alone then decide, as for HLB_EXEC_TAKE_CORES_FACTOR):
+ * a device narrowed to one compute unit beside the cpu PU is no measure of it whole. Measured
+ * here (bench/apps/bench_all_only.sh): PoCL on one compute unit beside the cpu PU read
+ * 0.07-0.61x a core on spmv, or was released on one block caught in a stall, and whole it beat
+ * the cpu PU on both cores (1.15-1.3x); on blackscholes it read 0.25-0.3x and whole did 0.23x
+ * the cpu PU. No figure of the release tells the two apart, so every release is tried, and a
+ * trial is cut short: the cpu PU waits while the device runs alone in blocks that grow at
+ * most HLB_EXEC_TRIAL_GROW times the largest it finished, and once its blocks kept it busy
+ * HLB_EXEC_CORE_DEVICE_JUDGE_S (or its first took HLB_EXEC_FIRST_BLOCK_MAX_S and was
+ * HLB_EXEC_RELEASE_CLEAR_FACTOR times too slow), a device doing less than 1 /
+ * HLB_EXEC_TRIAL_CUT_FACTOR of the cpu PU's stored rate alone on those cores is released and
+ * the cpu PU takes every core for the rest of the run; one doing more runs the rest alone. 2:
+ * a device at half the cpu PU's rate in its first blocks (its per-block costs left out) is
+ * not going to beat it by HLB_EXEC_TAKE_CORES_FACTOR over the run; PoCL's blackscholes (0.23x)
+ * and matmul (0.02x) are cut, its spmv and mandelbrot (1.0-1.2x) run on. */
+#define HLB_EXEC_TRIAL_CUT_FACTOR 2.0
+#define HLB_EXEC_TRIAL_GROW 4u
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
  * OpenCL and CUDA. Items over busy time only bound such a device's rate from below, since a

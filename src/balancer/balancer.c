@@ -494,6 +494,19 @@ int hlb_balancer_retire(hlb_balancer *b, unsigned pu) {
   return 0;
 }
 
+int hlb_balancer_cap(hlb_balancer *b, unsigned pu, size_t max_block) {
+  int rc = check_pu_index(b, pu, "hlb_balancer_cap");
+  if (rc) return rc;
+  hlb_pu_desc *d = &b->pus[pu];
+  size_t g = b->granularity;
+  if (max_block) {
+    max_block = max_block / g * g;
+    if (max_block < d->min_block) max_block = d->min_block; /* min_block: a multiple of g */
+  }
+  d->max_block = max_block;
+  return 0;
+}
+
 int hlb_balancer_resize(hlb_balancer *b, unsigned pu, double speedup) {
   int rc = check_pu_index(b, pu, "hlb_balancer_resize");
   if (rc) return rc;

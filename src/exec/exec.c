@@ -61,6 +61,14 @@ typedef struct run_ctx {
   struct driver *drv;
   int *started;
   size_t n_items;
+  /* A device tried alone on every core (give_cores_stored) beside the cpu PU parked: it waits,
+   * in the balancer, while the device's first blocks show whether to go on (judge_trial_locked).
+   * trial_dev and parked_cpu: executor indices, -1 when no trial is judged; parking: the cpu PU
+   * waits; trial_cpu_rate: its stored items per second alone on the device's cores; trial_cut:
+   * the trial was cut and the cpu PU took the cores. Guarded by mu. */
+  int trial_dev, parked_cpu, parking, trial_cut;
+  unsigned trial_bpu, parked_bpu; /* their balancer indices */
+  double trial_cpu_rate;
 } run_ctx;
 
 /* A PU's driver: the driver core's state (driver.h) and this executor's view of the PU. Its
@@ -443,6 +451,144 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   return hlb__judge_release_on_ratio(ratio, d->busy_s);
 }
 
+/* ---- A trial cut short -----------------------------------------------------------------
+ * A device given every core to try it alone (give_cores_stored) ran the whole run alone:
+ * PoCL's blackscholes took 0.57 s where the cpu PU alone takes 0.13. Now the cpu PU takes part
+ * parked: its driver waits while the device runs its first blocks, each at most
+ * HLB_EXEC_TRIAL_GROW times the largest it finished (hlb_balancer_cap), and then either the
+ * cpu PU is retired and the device runs the rest alone, as before, or the device is released
+ * and the cpu PU takes every core for the rest (include/hlb/exec.h, HLB_EXEC_TRIAL_CUT_FACTOR).
+ * Either way every item is done once: the balancer hands out what the parked PU never took. */
+
+/* Before the run: the trial of the device given the cores is judged against the cpu PU's
+ * stored rate alone on them (or its rate on its own cores scaled to them: at most what it
+ * does); without one, the trial runs whole. */
+static void plan_trial(run_ctx *r, const hlb__exec_models *m) {
+  hlb_executor *ex = r->ex;
+  int cpu = automatic_cpu_pu(ex);
+  if (cpu < 0 || !ex->released[cpu] || !ex->ops[cpu]->set_cores || r->opt.keep_weak_devices) return;
+  for (unsigned i = 0; i < ex->n; i++) {
+    if (!ex->on_trial[i] || ex->released[i] || (int)i == cpu) continue;
+    unsigned cores = ex->pu[i].cores, own = ex->pu[cpu].cores;
+    double rate = hlb__exec_models_rate_on(ex, m, (unsigned)cpu, cores);
+    if (!(rate > 0) && own > 0 && own < cores)
+      rate = hlb__exec_models_rate_on(ex, m, (unsigned)cpu, own) * cores / own;
+    if (rate > 0) r->trial_dev = (int)i, r->trial_cpu_rate = rate;
+    return;
+  }
+}
+
+/* The cpu PU of a judged trial takes part parked, last in the balancer's numbering (a run it
+ * took no part in stores its models without it: hlb_executor_run). When the device could not
+ * load the kernel, or the cpu PU cannot, nothing is judged and the run goes on as before. */
+static void park_cpu(run_ctx *r, unsigned *bidx, unsigned *nb) {
+  hlb_executor *ex = r->ex;
+  int cpu = automatic_cpu_pu(ex);
+  if (!r->prepared[r->trial_dev] || !ex->ops[cpu]->has_kernel(r->cl) ||
+      hlb__session_prepare(ex, (unsigned)cpu, r->cl, r->shared[cpu], &r->kernel[cpu],
+                           &r->st[cpu]) != 0) {
+    hlb_clear_error();
+    r->trial_dev = -1;
+    return;
+  }
+  for (unsigned j = 0; j < *nb; j++)
+    if ((int)bidx[j] == r->trial_dev) r->trial_bpu = j;
+  r->prepared[cpu] = 1;
+  r->parked_bpu = *nb;
+  bidx[(*nb)++] = (unsigned)cpu;
+  r->parked_cpu = cpu;
+  r->parking = 1;
+}
+
+enum { TRIAL_GO_ON, TRIAL_KEEP, TRIAL_CUT };
+
+/* What the trial device's finished blocks say: cut when even its kernel's rate
+ * (hlb__judge_trial_rate, into *rate) is HLB_EXEC_TRIAL_CUT_FACTOR times below the cpu PU's
+ * once its blocks kept it busy HLB_EXEC_CORE_DEVICE_JUDGE_S, or its first block alone, lasting
+ * HLB_EXEC_FIRST_BLOCK_MAX_S, HLB_EXEC_RELEASE_CLEAR_FACTOR times (it may carry a warm-up, as
+ * in a mixed run: should_release); keep then; else go on. */
+static int trial_verdict(const run_ctx *r, double *rate) {
+  unsigned dev = (unsigned)r->trial_dev;
+  const hlb_exec_pu_stats *d = &r->st[dev];
+  *rate = hlb__judge_trial_rate(r->recent[dev], recent_count(r, dev), r->trial_bpu);
+  if (d->blocks == 0) return TRIAL_GO_ON;
+  if (d->blocks < HLB_EXEC_RELEASE_BLOCKS)
+    return d->busy_s >= HLB_EXEC_FIRST_BLOCK_MAX_S &&
+                   *rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < r->trial_cpu_rate
+               ? TRIAL_CUT
+               : TRIAL_GO_ON;
+  if (d->busy_s < HLB_EXEC_CORE_DEVICE_JUDGE_S) return TRIAL_GO_ON;
+  return *rate * HLB_EXEC_TRIAL_CUT_FACTOR < r->trial_cpu_rate ? TRIAL_CUT : TRIAL_KEEP;
+}
+
+/* The device runs the rest alone: the parked cpu PU is retired (it took nothing). */
+static void keep_trial_locked(run_ctx *r) {
+  r->parking = 0;
+  int rc = hlb_balancer_retire(r->b, r->parked_bpu);
+  if (rc == 0) rc = hlb_balancer_cap(r->b, r->trial_bpu, 0);
+  if (rc) set_error_locked(r, rc);
+  pthread_cond_broadcast(&r->cv);
+}
+
+/* The device is released with both figures, and the cpu PU takes every core (the device stays
+ * open on them, idle, until the next run opens it on its own again: hand_back_tried). Called
+ * with no block of the device in flight. */
+static void cut_trial_locked(run_ctx *r, double rate, const char *how) {
+  hlb_executor *ex = r->ex;
+  unsigned dev = (unsigned)r->trial_dev, cpu = (unsigned)r->parked_cpu;
+  snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
+           "released: alone on %u cores %.3g items/s against %.3g for %s alone; trial cut %s",
+           ex->pu[dev].cores, rate, r->trial_cpu_rate, ex->pu[cpu].name, how);
+  ex->released[dev] = 1;
+  unsigned cores_before = cpu_cores_now(r, (int)cpu);
+  ex->cores_given[cpu] += ex->on_trial[dev];
+  ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, (int)cpu));
+  int rc = hlb_balancer_retire(r->b, r->trial_bpu);
+  /* Its prior was read on its own cores; cores after over before is finite and positive. */
+  if (rc == 0)
+    rc = hlb_balancer_resize(r->b, r->parked_bpu,
+                             (double)cpu_cores_now(r, (int)cpu) / (double)cores_before);
+  if (rc) set_error_locked(r, rc);
+  ex->cores_changed_s[cpu][0] = ex->cores_changed_s[cpu][1] = rel_now(r);
+  ex->released[cpu] = 0;
+  ex->release_reason[cpu][0] = '\0';
+  r->trial_cut = 1;
+  r->parking = 0;
+  pthread_cond_broadcast(&r->cv);
+}
+
+/* After the trial device's block (mu held): 1 when the trial was cut (the device stops). */
+static int judge_trial_locked(run_ctx *r) {
+  double rate = 0;
+  int verdict = hlb_balancer_finished(r->b) ? TRIAL_KEEP : trial_verdict(r, &rate);
+  if (verdict == TRIAL_CUT) {
+    cut_trial_locked(r, rate, "after its first blocks");
+    return 1;
+  }
+  if (verdict == TRIAL_KEEP) {
+    keep_trial_locked(r);
+    return 0;
+  }
+  size_t largest = 0, n = recent_count(r, (unsigned)r->trial_dev);
+  for (size_t k = 0; k < n; k++)
+    if (r->recent[r->trial_dev][k].count > largest) largest = r->recent[r->trial_dev][k].count;
+  int rc = hlb_balancer_cap(r->b, r->trial_bpu, HLB_EXEC_TRIAL_GROW * largest);
+  if (rc) set_error_locked(r, rc);
+  return 0;
+}
+
+/* The trial cannot wait for its judgement (mu held): the device left the run (its failures
+ * retired it) or waits on the parked cpu PU with nothing in flight (a policy holding a share
+ * for it). Judged on what it did; not judged enough, it is cut: the cpu PU goes on. */
+static void settle_trial_locked(run_ctx *r, const char *how) {
+  double rate = 0;
+  int verdict = hlb_balancer_finished(r->b) ? TRIAL_KEEP : trial_verdict(r, &rate);
+  if (verdict == TRIAL_KEEP)
+    keep_trial_locked(r);
+  else
+    cut_trial_locked(r, rate, how);
+}
+
 /* After d's block: judge d if it is a device (1: d stops), or, if d is the cpu PU, the devices
  * whose block is in flight. */
 static int release_weak_locked(driver *d) {
@@ -450,6 +596,7 @@ static int release_weak_locked(driver *d) {
   int cpu = automatic_cpu_pu(r->ex);
   double dev_rate = 0, core_rate = 0;
   int unread = 0;
+  if (r->parking && (int)d->pu == r->trial_dev) return judge_trial_locked(r);
   if (r->ex->released[d->pu]) { /* released while its block ran: retire it now */
     hlb_balancer_retire(r->b, d->bpu);
     return 1;
@@ -512,12 +659,10 @@ static double released_core_ratio(const char *reason) {
   return dev_rate > 0 && cores_rate > 0 ? dev_rate / cores_rate : NAN;
 }
 
-/* 1 when released device `dev` should run alone on all `cores` once (HLB_EXEC_EXPLORE_MIN_CORE_
- * RATIO), with why in `why`: no stored run of it alone on them, the outcome of this run is kept
- * (stored with the models, or remembered by this executor), and its release found it doing at
- * least that fraction of the items per second of the cores it held, or could not read its
- * kernel (HLB__KERNEL_UNREAD_MARK: its figures were its per-block costs). Once its run alone is
- * stored, whole_device_faster decides. */
+/* 1 when released device `dev` should run alone on all `cores` once (HLB_EXEC_TRIAL_CUT_FACTOR
+ * says why every release is tried, and how a trial is cut short), with why in `why`: no stored
+ * run of it alone on them, and the outcome of this run is kept (stored with the models, or
+ * remembered by this executor). Once its run alone is stored, whole_device_faster decides. */
 static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
                           unsigned cores, char *why, size_t cap) {
   const hlb_executor *ex = r->ex;
@@ -527,9 +672,11 @@ static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, 
   const char *reason = hlb__exec_models_released(ex, m, dev);
   double ratio = released_core_ratio(reason);
   int unread = reason && strstr(reason, HLB__KERNEL_UNREAD_MARK);
-  if (!(ratio >= HLB_EXEC_EXPLORE_MIN_CORE_RATIO) && !unread) return 0;
-  snprintf(why, cap, "once alone (%.2fx a core of %s on %u%s)", ratio, ex->pu[cpu].name, held,
-           unread ? ", its kernel not read" : "");
+  if (isfinite(ratio))
+    snprintf(why, cap, "once alone (%.2fx a core of %s on %u%s)", ratio, ex->pu[cpu].name, held,
+             unread ? ", its kernel not read" : "");
+  else
+    snprintf(why, cap, "once alone (released in flight on %u)", held);
   return 1;
 }
 
@@ -541,7 +688,16 @@ static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, 
 static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
   hlb_executor *ex = r->ex;
   int cpu = automatic_cpu_pu(ex);
-  if (cpu < 0 || !ex->released[cpu]) return;
+  if (cpu < 0) return;
+  for (unsigned i = 0; i < ex->n; i++)
+    if (ex->on_trial[i] && ex->released[i] && (int)i != cpu) {
+      /* A trial cut short (cut_trial_locked): the cpu PU has every core already; the device,
+       * released, is opened again on those it had (still open on all of them if that fails:
+       * released, it runs nothing). */
+      if (hlb__session_reopen(ex, i, ex->on_trial[i]) != 0) hlb_clear_error();
+      ex->on_trial[i] = 0;
+    }
+  if (!ex->released[cpu]) return;
   for (unsigned i = 0; i < ex->n; i++) {
     unsigned before = ex->on_trial[i], cores = ex->pu[i].cores;
     /* A trial that stored nothing (its run failed) is tried again. */
@@ -694,6 +850,10 @@ static int next_locked(driver *d, hlb_block *blk) {
   run_ctx *r = d->r;
   for (;;) {
     if (r->error) return 0;
+    if (r->parking && (int)d->pu == r->parked_cpu) { /* until the trial is judged */
+      pthread_cond_wait(&r->cv, &r->mu);
+      continue;
+    }
     int rc = hlb_balancer_next(r->b, d->bpu, rel_now(r), blk);
     if (rc == HLB_GRANT) return 1;
     if (rc == HLB_DONE) return 0;
@@ -701,6 +861,10 @@ static int next_locked(driver *d, hlb_block *blk) {
       set_error_locked(r, rc < 0 ? rc : HLB_ESTATE);
       pthread_cond_broadcast(&r->cv);
       return 0;
+    }
+    if (r->parking && r->in_flight == 0) { /* only the parked cpu PU could take the rest */
+      settle_trial_locked(r, "when the policy waited for the cpu PU");
+      continue;
     }
     /* Nothing running anywhere and everyone waiting: no done() will ever wake us. */
     if (r->in_flight == 0 && r->waiting + 1 >= r->alive) {
@@ -801,6 +965,7 @@ static void local_leave(hlb__driver *core) {
   run_ctx *r = d->r;
   pthread_mutex_lock(&r->mu);
   if (r->in_block[d->pu]) block_ended_locked(d); /* its block was dropped at commit */
+  if (r->parking && (int)d->pu == r->trial_dev) settle_trial_locked(r, "when it left the run");
   r->alive--;
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);
@@ -901,6 +1066,7 @@ static unsigned prepare_all(run_ctx *r, unsigned *bidx, int *first_err) {
     r->prepared[i] = 1;
     bidx[nb++] = i;
   }
+  if (r->trial_dev >= 0) park_cpu(r, bidx, &nb);
   return nb;
 }
 
@@ -993,6 +1159,8 @@ static void start_drivers(run_ctx *r, driver *drv, int *started, const unsigned 
     if (!started[j]) {
       /* Threads already started finish the work; this PU simply takes none. */
       pthread_mutex_lock(&r->mu);
+      if (r->parking && (int)bidx[j] == r->trial_dev) settle_trial_locked(r, "as it never started");
+      if (r->parking && (int)bidx[j] == r->parked_cpu) r->parking = 0, r->trial_dev = -1;
       int rc = hlb_balancer_retire(r->b, j);
       if (rc) set_error_locked(r, rc);
       r->alive--;
@@ -1081,10 +1249,12 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
   }
   for (unsigned i = 0; i < ex->n; i++)
     ex->cores_changed_s[i][0] = ex->cores_changed_s[i][1] = NAN;
+  r->trial_dev = r->parked_cpu = -1;
   if (!r->opt.same_pus) {
     release_stored(r, &models);
     hand_back_tried(r, &models);
     give_cores_stored(r, &models);
+    plan_trial(r, &models);
   }
   unsigned nb = prepare_all(r, bidx, &prep_err);
   if (prep_err) snprintf(r->error_text, sizeof r->error_text, "%s", hlb_last_error());
@@ -1093,6 +1263,10 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
                     cl->name ? cl->name : "(unnamed)", r->error_text);
   else if ((rc = hlb__exec_models_priors(ex, &models, bidx, nb)) == 0)
     rc = make_balancer(r, bidx, nb, n_items, &models);
+  /* The trial device's second block at most HLB_EXEC_TRIAL_GROW granules (its first is one). */
+  if (rc == 0 && r->parking)
+    rc = hlb_balancer_cap(r->b, r->trial_bpu,
+                          HLB_EXEC_TRIAL_GROW * (r->opt.granularity ? r->opt.granularity : 1));
   if (rc == 0) {
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
@@ -1105,7 +1279,9 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     int fill_rc = stats ? fill_stats(r, bidx, nb, n_items, stats) : 0;
     int filled = stats && fill_rc == 0;
     /* Before finish(): a failure to store the models must not replace the run's own error. */
-    hlb__exec_models_end(ex, cl, &models, r->b, bidx, nb, n_items, stats);
+    /* A parked cpu PU that never ran is left out (it is last): its run is the device's. */
+    unsigned stored = r->parked_cpu >= 0 && r->st[r->parked_cpu].blocks == 0 ? nb - 1 : nb;
+    hlb__exec_models_end(ex, cl, &models, r->b, bidx, stored, n_items, stats);
     rc = finish(r, prep_err);
     rc = rc ? rc : fill_rc;
     remember_rates(r);

@@ -55,7 +55,9 @@ struct hlb_executor {
   char (*takes_cores)[160];
   /* A device given the cpu PU's cores to try it alone (exec.c, explore_device): the cores it
    * had before, so that a later run of this executor can give them back when its run alone was
-   * the slower (hand_back_tried); 0 otherwise. */
+   * the slower (hand_back_tried); 0 otherwise. A trial cut short (exec.c, cut_trial_locked)
+   * leaves it set on the released device, still open on every core, until the next run opens
+   * it again on these. */
   unsigned *on_trial;
   hlb__exec_memo *memo; /* per codelet: the samples of this executor's runs */
   unsigned n_memo;

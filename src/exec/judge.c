@@ -247,6 +247,23 @@ double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_
   return best;
 }
 
+double hlb__judge_trial_rate(const hlb_decision *log, size_t n_log, unsigned dev_b) {
+  double x[HLB__JUDGE_WINDOW], y[HLB__JUDGE_WINDOW], items = 0, seconds = 0;
+  size_t m = 0;
+  for (size_t k = 0; k < n_log && m < HLB__JUDGE_WINDOW; k++) {
+    const hlb_decision *e = &log[k];
+    double t = block_seconds(e);
+    if (e->pu != dev_b || e->outcome != HLB_OUTCOME_DONE || e->count == 0 || !(t > 0)) continue;
+    x[m] = (double)e->count, y[m++] = t;
+    items += (double)e->count, seconds += t;
+  }
+  if (m == 0) return 0;
+  int line = 0;
+  double per_item = m < 2 ? 0 : robust_slope(x, y, m, &line);
+  double overall = items / seconds, kernel = line && per_item > 0 ? 1.0 / per_item : 0;
+  return kernel > overall ? kernel : overall;
+}
+
 int hlb__judge_release_driver(double best_rate, double core_rate, unsigned held) {
   return core_rate > 0 && best_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < core_rate * (double)held;
 }

@@ -86,6 +86,13 @@ int hlb__judge_release_on_ratio(double ratio, double busy_s);
  * 77 000 rows/s was released. */
 double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_b, double launch_s);
 
+/* Items per second of device dev_b tried alone on every core (exec.c, "A trial cut short"), at
+ * the most its finished blocks allow: the better of its items over their time and the rate
+ * of its kernel, the inverse slope of the robust line through its blocks' (items, seconds),
+ * their per-block costs left out (a trial's first blocks are the small ones of a ramp, and
+ * PoCL's launches of 0.05-0.1 ms are most of them on spmv). 0 without finished blocks. */
+double hlb__judge_trial_rate(const hlb_decision *log, size_t n_log, unsigned dev_b);
+
 /* 1 when a device that holds only a driver thread (a GPU), doing at best `best_rate` items per
  * second (hlb__judge_best_rate), should give its `held` cores back to a cpu PU doing
  * `core_rate` items per second per core: only when it is HLB_EXEC_RELEASE_CLEAR_FACTOR times

@@ -296,6 +296,47 @@ static void first_block_caps_the_first_grant(void **state) {
   hlb_balancer_destroy(b);
 }
 
+/* hlb_balancer_cap: a PU's grants stay within the cap set mid-run (rounded down to the
+ * granularity, raised to its min_block) until it is lifted; static's one block a PU is cut to
+ * it and what the cap left is granted later; every item once. */
+static void a_cap_bounds_later_grants(void **state) {
+  (void)state;
+  hlb_pu_desc d[2] = {{.name = "dev", .min_block = 20}, {.name = "cpu"}};
+  hlb_balancer_config c = config(1000, 2, "static", NULL);
+  c.pus = d;
+  c.granularity = 10;
+  hlb_balancer *b;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_cap(b, 0, 35), 0);
+  hlb_block a;
+  size_t done = 0;
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 30); /* 35 -> 30: a multiple of 10 */
+  hlb_sample s = sample(a, 1.0, 0.0, 1.0);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  done += a.count;
+  assert_int_equal(hlb_balancer_cap(b, 0, 5), 0); /* below min_block: raised to it */
+  assert_int_equal(hlb_balancer_next(b, 0, 1, &a), HLB_GRANT);
+  assert_int_equal(a.count, 20);
+  s = sample(a, 1.0, 0.0, 2.0);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  done += a.count;
+  assert_int_equal(hlb_balancer_cap(b, 0, 0), 0); /* lifted */
+  assert_int_equal(hlb_balancer_cap(b, 2, 10), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "hlb_balancer_cap"));
+  int rc;
+  double t = 2;
+  while ((rc = hlb_balancer_next(b, done < 1000 / 2 ? 0 : 1, t, &a)) == HLB_GRANT) {
+    assert_true(a.count > 20); /* the rest of a share in one block */
+    s = sample(a, 1.0, 0.0, t += 1);
+    assert_int_equal(hlb_balancer_done(b, done < 1000 / 2 ? 0 : 1, &s), 0);
+    done += a.count;
+  }
+  assert_int_equal(done, 1000);
+  assert_int_equal(hlb_balancer_check_exactly_once(b), 0);
+  hlb_balancer_destroy(b);
+}
+
 static void decision_log(void **state) {
   (void)state;
   hlb_balancer_config c = config(30, 1, "greedy", "chunk=10");
@@ -975,6 +1016,7 @@ int main(void) {
       cmocka_unit_test(rejected_samples_still_count),
       cmocka_unit_test(min_max_and_granularity),
       cmocka_unit_test(first_block_caps_the_first_grant),
+      cmocka_unit_test(a_cap_bounds_later_grants),
       cmocka_unit_test(decision_log),
       cmocka_unit_test(exactly_once_detects_double_and_missing),
       cmocka_unit_test(many_blocks_out_of_order),

@@ -701,77 +701,40 @@ static int mixed_pus(hlb_exec_pu *host, hlb_exec_pu *narrowed) {
   return narrowed->cores > 0 && host->cores > 0;
 }
 
-/* A device released by a mixed run though it did half a core's items per second on its one
- * core is run alone on every core once (the next run), the cpu PU left out; the run after that
- * keeps the release while no stored run says the cpu PU is slower on all cores (the stored
- * cpu blocks say it is very fast: its rate scaled to every core bounds it), and runs the cpu PU
- * alone; once both runs alone are stored, the device that did more (the cpu PU throttled 10x)
- * takes the cores, or at once when even the cpu PU's bound is slower. A device that did 0.1x a
- * core is not tried. */
+/* A device released by a mixed run is tried alone on every core in the next run, whatever its
+ * figures (HLB_EXEC_TRIAL_CUT_FACTOR), the cpu PU parked. Its trial is judged against the cpu
+ * PU's stored rate: the stored blocks of 10^6 items/s a core (far above the heavy kernel on
+ * any device) cut it after its first blocks, and the cpu PU does the rest on every core; the
+ * stored blocks of 10 items/s a core let it run the whole run alone, and the next run gives it
+ * the cores at once, the cpu PU's rate scaled to every core bounding it. */
 static void test_released_device_tried_alone(void **st) {
   (void)st;
   hlb_exec_pu host, narrowed;
   if (!mixed_pus(&host, &narrowed)) return;
   hlb_exec_stats s = {0};
-  char weak[] = "/tmp/hlb-explore-XXXXXX", tried[] = "/tmp/hlb-explore-XXXXXX",
-       unread[] = "/tmp/hlb-explore-XXXXXX";
+  char fast[] = "/tmp/hlb-explore-XXXXXX", slow[] = "/tmp/hlb-explore-XXXXXX";
   unsigned all = host.cores + narrowed.cores;
 
-  assert_non_null(mkdtemp(weak));
-  store_mixed_run(weak, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
-  run_spec_with_models("cpu,opencl:0", 10, weak, 0, ALONE_CHUNKS, &s);
-  assert_int_equal(s.per_pu[1].released, 1); /* 0.1x a core: not tried */
-  assert_int_equal(s.per_pu[0].items, N);
+  assert_non_null(mkdtemp(fast));
+  store_mixed_run(fast, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
+  run_spec_with_models("cpu,opencl:0", 10, fast, 0, ALONE_CHUNKS, &s);
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_true(s.per_pu[0].items > 0 && s.per_pu[1].items > 0);
+  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
   hlb_exec_stats_clear(&s);
-  remove_dir(weak);
+  remove_dir(fast);
 
-  /* The same 0.1x, read off blocks too short to show its kernel: tried alone once. */
-  assert_non_null(mkdtemp(unread));
-  store_mixed_run(unread, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores,
-                  "; " HLB__KERNEL_UNREAD_MARK);
-  run_spec_with_models("cpu,opencl:0", 10, unread, 0, ALONE_CHUNKS, &s);
-  assert_int_equal(s.per_pu[0].released, 1);
-  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.10x a core of cpu"));
-  assert_non_null(strstr(s.per_pu[0].release_reason, "its kernel not read"));
-  assert_int_equal(s.per_pu[1].released, 0);
-  assert_int_equal(s.per_pu[1].items, N);
-  assert_int_equal(s.pu[1].cores, all);
-  hlb_exec_stats_clear(&s);
-  remove_dir(unread);
-
-  assert_non_null(mkdtemp(tried));
-  store_mixed_run(tried, &narrowed, &host, 1e6 * 0.5 * narrowed.cores, 1e6 * host.cores, "");
-  run_spec_with_models("cpu,opencl:0", 10, tried, 0, ALONE_CHUNKS, &s);
+  assert_non_null(mkdtemp(slow));
+  store_mixed_run(slow, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores, "");
+  run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.50x a core of cpu"));
   assert_int_equal(s.per_pu[1].released, 0);
   assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.per_pu[0].items, 0);
   assert_int_equal(s.pu[1].cores, all);
-  hlb_exec_stats_clear(&s);
-
-  run_spec_with_models("cpu,opencl:0", 10, tried, 0, ALONE_CHUNKS, &s);
-  assert_int_equal(s.per_pu[1].released, 1); /* not tried again */
-  assert_non_null(strstr(s.per_pu[1].release_reason, "an earlier run on this host"));
-  assert_int_equal(s.per_pu[0].released, 0);
-  assert_int_equal(s.per_pu[0].items, N);
-  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
-  hlb_exec_stats_clear(&s);
-
-  run_spec_with_models("cpu,opencl:0", 10, tried, 0, ALONE_CHUNKS, &s);
-  assert_int_equal(s.per_pu[0].released, 1);
-  assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
-  assert_int_equal(s.per_pu[1].items, N);
-  assert_int_equal(s.pu[1].cores, all);
-  hlb_exec_stats_clear(&s);
-  remove_dir(tried);
-
-  /* Stored cpu blocks of 10 items/s per core: the device tried alone beats their bound on
-   * every core, and takes the cores in the next run without waiting for a cpu run alone. */
-  char slow[] = "/tmp/hlb-explore-XXXXXX";
-  assert_non_null(mkdtemp(slow));
-  store_mixed_run(slow, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores, "");
-  run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
-  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
   hlb_exec_stats_clear(&s);
   run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
   assert_non_null(strstr(s.per_pu[0].release_reason, "against at most"));
@@ -782,14 +745,16 @@ static void test_released_device_tried_alone(void **st) {
 
 /* Runs of one executor (the passes of k-means or spmv) act on what the runs before decided, as
  * a new process acts on the stored files: a device the stored release says did 0.5x a core is
- * tried alone on every core in the first run; the next run of the same executor compares its
- * run alone with the cpu PU's rate and gives the cores back when it was not faster (the cpu PU's
- * stored blocks: 10^6 items/s a core), or leaves them with it when it was (10 items/s a core).
+ * tried alone on every core in the first run. Against the cpu PU's stored blocks of 10^6
+ * items/s a core the trial is cut, and the cpu PU's blocks on every core after the cut (really
+ * throttled 10x) show the second run that the device alone was the faster after all: it takes
+ * the cores. Against 10 items/s a core the trial runs whole, and the device keeps the cores.
  * Every run does every item once. run_passes_after_trial: a mixed run stored in a new model
  * directory (the device at half the cpu PU's `core_rate` per core), then `runs` runs of one
- * executor from it, the first checked to be the trial; the last one's stats in *last. */
+ * executor from it, the first checked to be the trial (`cut` or whole); the last one's stats
+ * in *last. */
 static void run_passes_after_trial(const hlb_exec_pu *host, const hlb_exec_pu *narrowed,
-                                   double core_rate, unsigned runs, hlb_exec_stats *last) {
+                                   double core_rate, int cut, unsigned runs, hlb_exec_stats *last) {
   char dir[] = "/tmp/hlb-trial-XXXXXX";
   assert_non_null(mkdtemp(dir));
   store_mixed_run(dir, narrowed, host, core_rate * 0.5 * narrowed->cores, core_rate * host->cores,
@@ -803,7 +768,11 @@ static void run_passes_after_trial(const hlb_exec_pu *host, const hlb_exec_pu *n
     if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
     check();
     assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
-    if (k == 0) { /* the trial: the device alone on every core */
+    if (k == 0 && cut) { /* the trial, cut: the cpu PU took every core */
+      assert_int_equal(s.per_pu[0].released, 0);
+      assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+      assert_int_equal(s.pu[1].cores, host->cores + narrowed->cores);
+    } else if (k == 0) { /* the trial: the device alone on every core */
       assert_int_equal(s.per_pu[0].released, 1);
       assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
       assert_int_equal(s.per_pu[1].items, N);
@@ -823,18 +792,14 @@ static void test_trial_decided_within_one_executor(void **st) {
   if (!mixed_pus(&host, &narrowed)) return;
   hlb_exec_stats s = {0};
 
-  /* Given back in the second run. (In a third, the cpu PU's own run on every core, throttled
-   * 10x, decides against the device's, as whole_device_faster does for a new process.) */
-  run_passes_after_trial(&host, &narrowed, 1e6, 2, &s);
-  assert_int_equal(s.per_pu[1].released, 1);
-  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
-  assert_int_equal(s.per_pu[0].released, 0);
-  assert_int_equal(s.per_pu[0].items, N);
-  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
-  assert_int_equal(s.pu[1].cores, narrowed.cores);
+  run_passes_after_trial(&host, &narrowed, 1e6, 1, 2, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
   hlb_exec_stats_clear(&s);
 
-  run_passes_after_trial(&host, &narrowed, 10, 3, &s);
+  run_passes_after_trial(&host, &narrowed, 10, 0, 3, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
   assert_int_equal(s.per_pu[1].items, N);
@@ -845,9 +810,11 @@ static void test_trial_decided_within_one_executor(void **st) {
 /* A takeover a mixed run judged kernel against kernel is a try, not a decision: the comparison
  * per core does not carry over to the device whole on every core (k-means' PoCL read faster per
  * core beside the cpu PU in some first runs and took 2.5x the cpu PU's time alone, in every
- * later run). The run after it gives the device the cores and the cpu PU's stored blocks (10^6
- * items/s a core, far above the device alone) undo it in the next run of the same executor; a
- * new process, with the device's run alone stored, keeps the cpu PU. Every item once. */
+ * later run). The run after it gives the device the cores, and the cpu PU's stored blocks (10^6
+ * items/s a core, far above the device alone) cut the try after its first blocks; the cpu PU's
+ * own blocks on every core (throttled 10x) then show the next run of the same executor that the
+ * device was faster after all. A new process, with the device's run alone stored, keeps the cpu
+ * PU: the stored takeover stands against the stored runs alone. Every item once. */
 static void test_stored_takeover_is_tried(void **st) {
   (void)st;
   hlb_exec_pu host, narrowed;
@@ -861,17 +828,17 @@ static void test_stored_takeover_is_tried(void **st) {
   hlb_exec_stats s = {0};
   if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
   check();
-  assert_int_equal(s.per_pu[0].released, 1);
-  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: "));
-  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
   assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
   hlb_exec_stats_clear(&s);
+  /* The cpu PU's blocks on every core after the cut ran throttled 10x: the device alone was
+   * the faster, and takes the cores. */
   if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
   check();
-  assert_int_equal(s.per_pu[1].released, 1);
-  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
-  assert_int_equal(s.per_pu[0].released, 0);
-  assert_int_equal(s.per_pu[0].items, N);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
+  assert_int_equal(s.per_pu[1].items, N);
   hlb_exec_stats_clear(&s);
   hlb_executor_destroy(ex);
 
@@ -887,6 +854,55 @@ static void test_stored_takeover_is_tried(void **st) {
   assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
   hlb_exec_stats_clear(&s);
   remove_dir(fresh);
+  remove_dir(dir);
+}
+
+/* `--throttle opencl:0=100` run three times with models kept, as a user would (hlb, the default
+ * policy): the first run releases the device beside the cpu PU; the second tries it alone on
+ * every core and cuts the trial after its first blocks (the cpu PU, parked meanwhile, takes
+ * every core for the rest); the next run of that executor opens the device again on its own
+ * cores, released, and a new process leaves it out from the start. Every run does every item
+ * once, and the cut one gave the device a few of them. */
+static void test_trial_of_a_slow_device_is_cut(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  char dir[] = "/tmp/hlb-cut-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hlb_executor *ex = NULL;
+  for (int run = 0; run < 4; run++) {
+    hlb_exec_pu pus[2];
+    unsigned n = 0;
+    assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
+    pus[1].throttle = 100;
+    if (run != 2 && hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+    hlb_exec_options o;
+    hlb_exec_options_default(&o);
+    o.models = HLB_MODELS_ON;
+    o.model_dir = dir;
+    hlb_codelet cl = heavy_codelet("heavy-affine");
+    hlb_exec_stats s = {0};
+    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+    check();
+    assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+    assert_int_equal(s.per_pu[1].released, 1);
+    if (run == 1) {
+      assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+      assert_int_equal(s.per_pu[0].released, 0);
+      assert_true(s.per_pu[1].items > 0 && s.per_pu[1].items < N / 10);
+      assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+      assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores); /* opened on them all */
+    }
+    if (run >= 2) { /* the next pass of that executor, then a new process */
+      assert_int_equal(s.per_pu[0].items, N);
+      assert_int_equal(s.pu[1].cores, narrowed.cores);
+      assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+    }
+    if (run == 3)
+      assert_non_null(strstr(s.per_pu[1].release_reason, "an earlier run on this host"));
+    hlb_exec_stats_clear(&s);
+    if (run != 1) hlb_executor_destroy(ex);
+  }
   remove_dir(dir);
 }
 
@@ -1021,6 +1037,7 @@ int main(void) {
       cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_stored_takeover_is_tried),
+      cmocka_unit_test(test_trial_of_a_slow_device_is_cut),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
       cmocka_unit_test(test_cpu_warm_up_not_judged),
       cmocka_unit_test(test_session_keeps_kernel),
