@@ -66,6 +66,7 @@ typedef struct run_ctx {
    * trial_dev and parked_cpu: executor indices, -1 when no trial is judged; parking: the cpu PU
    * waits; trial_cpu_rate: its stored items per second alone on the device's cores; trial_cut:
    * the trial was cut and the cpu PU took the cores. Guarded by mu. */
+  int trial_judged; /* explore_device: the trial this run starts is judged as it goes */
   int trial_dev, parked_cpu, parking, trial_cut;
   unsigned trial_bpu, parked_bpu; /* their balancer indices */
   double trial_cpu_rate;
@@ -453,20 +454,24 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
 
 /* ---- A trial cut short -----------------------------------------------------------------
  * A device given every core to try it alone (give_cores_stored) ran the whole run alone:
- * PoCL's blackscholes took 0.57 s where the cpu PU alone takes 0.13. Now the cpu PU takes part
- * parked: its driver waits while the device runs its first blocks, each at most
+ * PoCL's blackscholes took 0.57 s where the cpu PU alone takes 0.13. Now, for a device released
+ * below HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO (include/hlb/exec.h says why not above), the cpu
+ * PU takes part parked: its driver waits while the device runs its first blocks, each at most
  * HLB_EXEC_TRIAL_GROW times the largest it finished (hlb_balancer_cap), and then either the
  * cpu PU is retired and the device runs the rest alone, as before, or the device is released
  * and the cpu PU takes every core for the rest (include/hlb/exec.h, HLB_EXEC_TRIAL_CUT_FACTOR).
  * Either way every item is done once: the balancer hands out what the parked PU never took. */
 
-/* Before the run: the trial of the device given the cores is judged against the cpu PU's
- * stored rate alone on them (or its rate on its own cores scaled to them: at most what it
- * does); without one, the trial runs whole. */
+/* Before the run: the trial of a device given the cores for a release below
+ * HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO is judged against the cpu PU's stored rate alone on them (or
+ * its rate on its own cores scaled to them: at most what it does); without one, the trial runs
+ * whole. */
 static void plan_trial(run_ctx *r, const hlb__exec_models *m) {
   hlb_executor *ex = r->ex;
   int cpu = automatic_cpu_pu(ex);
-  if (cpu < 0 || !ex->released[cpu] || !ex->ops[cpu]->set_cores || r->opt.keep_weak_devices) return;
+  if (!r->trial_judged || cpu < 0 || !ex->released[cpu] || !ex->ops[cpu]->set_cores ||
+      r->opt.keep_weak_devices)
+    return;
   for (unsigned i = 0; i < ex->n; i++) {
     if (!ex->on_trial[i] || ex->released[i] || (int)i == cpu) continue;
     unsigned cores = ex->pu[i].cores, own = ex->pu[cpu].cores;
@@ -663,7 +668,7 @@ static double released_core_ratio(const char *reason) {
  * says why every release is tried, and how a trial is cut short), with why in `why`: no stored
  * run of it alone on them, and the outcome of this run is kept (stored with the models, or
  * remembered by this executor). Once its run alone is stored, whole_device_faster decides. */
-static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
+static int explore_device(run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
                           unsigned cores, char *why, size_t cap) {
   const hlb_executor *ex = r->ex;
   int kept = m->mode == HLB_MODELS_ON || m->from == HLB_MODELS_PREVIOUS_RUN;
@@ -672,6 +677,8 @@ static int explore_device(const run_ctx *r, const hlb__exec_models *m, int cpu, 
   const char *reason = hlb__exec_models_released(ex, m, dev);
   double ratio = released_core_ratio(reason);
   int unread = reason && strstr(reason, HLB__KERNEL_UNREAD_MARK);
+  /* Judged as it goes, and cut when it loses, below HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO. */
+  r->trial_judged = !(ratio >= HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO);
   if (isfinite(ratio))
     snprintf(why, cap, "once alone (%.2fx a core of %s on %u%s)", ratio, ex->pu[cpu].name, held,
              unread ? ", its kernel not read" : "");

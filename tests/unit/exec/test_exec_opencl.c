@@ -702,10 +702,11 @@ static int mixed_pus(hlb_exec_pu *host, hlb_exec_pu *narrowed) {
 }
 
 /* A device released by a mixed run is tried alone on every core in the next run, whatever its
- * figures (HLB_EXEC_TRIAL_CUT_FACTOR), the cpu PU parked. Its trial is judged against the cpu
- * PU's stored rate: the stored blocks of 10^6 items/s a core (far above the heavy kernel on
- * any device) cut it after its first blocks, and the cpu PU does the rest on every core; the
- * stored blocks of 10 items/s a core let it run the whole run alone, and the next run gives it
+ * figures (HLB_EXEC_TRIAL_CUT_FACTOR). Released at 0.1x a core, the cpu PU is parked and the
+ * trial judged against its stored rate: the stored blocks of 10^6 items/s a core (far above
+ * the heavy kernel on any device) cut it after its first blocks, and the cpu PU does the rest
+ * on every core. Released at 0.9x (HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO), the device runs the
+ * whole run alone, and against the stored blocks of 10 items/s a core the next run gives it
  * the cores at once, the cpu PU's rate scaled to every core bounding it. */
 static void test_released_device_tried_alone(void **st) {
   (void)st;
@@ -727,10 +728,10 @@ static void test_released_device_tried_alone(void **st) {
   remove_dir(fast);
 
   assert_non_null(mkdtemp(slow));
-  store_mixed_run(slow, &narrowed, &host, 10 * 0.5 * narrowed.cores, 10.0 * host.cores, "");
+  store_mixed_run(slow, &narrowed, &host, 10 * 0.9 * narrowed.cores, 10.0 * host.cores, "");
   run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[0].released, 1);
-  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.50x a core of cpu"));
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.90x a core of cpu"));
   assert_int_equal(s.per_pu[1].released, 0);
   assert_int_equal(s.per_pu[1].items, N);
   assert_int_equal(s.per_pu[0].items, 0);
@@ -744,21 +745,24 @@ static void test_released_device_tried_alone(void **st) {
 }
 
 /* Runs of one executor (the passes of k-means or spmv) act on what the runs before decided, as
- * a new process acts on the stored files: a device the stored release says did 0.5x a core is
- * tried alone on every core in the first run. Against the cpu PU's stored blocks of 10^6
- * items/s a core the trial is cut, and the cpu PU's blocks on every core after the cut (really
- * throttled 10x) show the second run that the device alone was the faster after all: it takes
- * the cores. Against 10 items/s a core the trial runs whole, and the device keeps the cores.
- * Every run does every item once. run_passes_after_trial: a mixed run stored in a new model
- * directory (the device at half the cpu PU's `core_rate` per core), then `runs` runs of one
+ * a new process acts on the stored files: a released device is tried alone on every core in
+ * the first run. Released at 0.2x a core, its trial is judged as it goes: against the cpu PU's
+ * stored blocks of 10^6 items/s a core it is cut, and the cpu PU's blocks on every core after
+ * the cut (really throttled 10x) show the second run that the device alone was the faster
+ * after all: it takes the cores. Released at 0.9x, against 10 items/s a core, the trial runs
+ * whole, and the device keeps the cores. Every run does every item once.
+ * run_passes_after_trial: a mixed run stored in a new model directory (the device at 0.2x or
+ * 0.9x the cpu PU's `core_rate` per core), then `runs` runs of one
  * executor from it, the first checked to be the trial (`cut` or whole); the last one's stats
  * in *last. */
 static void run_passes_after_trial(const hlb_exec_pu *host, const hlb_exec_pu *narrowed,
                                    double core_rate, int cut, unsigned runs, hlb_exec_stats *last) {
+  /* Released at 0.2x a core, the trial is judged as it goes; at 0.9x it runs whole. */
+  double fraction = cut ? 0.2 : 0.9;
   char dir[] = "/tmp/hlb-trial-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  store_mixed_run(dir, narrowed, host, core_rate * 0.5 * narrowed->cores, core_rate * host->cores,
-                  "");
+  store_mixed_run(dir, narrowed, host, core_rate * fraction * narrowed->cores,
+                  core_rate * host->cores, "");
   hlb_exec_options o;
   /* The cpu PU throttled 10x, as in the runs store_mixed_run's PUs come from: the same keys. */
   hlb_executor *ex = heavy_executor("cpu,opencl:0", 10, ALONE_CHUNKS, HLB_MODELS_ON, dir, &o);
@@ -807,14 +811,69 @@ static void test_trial_decided_within_one_executor(void **st) {
   hlb_exec_stats_clear(&s);
 }
 
+/* A trial the device does not lose by half runs whole, and the next run of the same executor
+ * gives the cores back when the device alone was not faster than the cpu PU alone: the cpu PU's
+ * stored blocks on every core are set at 1.6x the device's own items per second alone (measured
+ * first, in another directory), so its trial is neither cut (that needs under half) nor won
+ * (that needs 1.05x). Every item once. */
+static void test_trial_run_whole_then_given_back(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  unsigned all = host.cores + narrowed.cores;
+  char probe[] = "/tmp/hlb-whole-XXXXXX", dir[] = "/tmp/hlb-whole-XXXXXX";
+  assert_non_null(mkdtemp(probe));
+  hlb_exec_stats s = {0};
+  run_spec_with_models("opencl:0", 1, probe, 0, ALONE_CHUNKS, &s);
+  unsigned alone_cores = s.pu[0].cores;
+  double dev_rate = (double)s.per_pu[0].items / s.per_pu[0].busy_s;
+  hlb_exec_stats_clear(&s);
+  remove_dir(probe);
+  if (alone_cores != all) return; /* the device alone is not on the cores the two share */
+
+  assert_non_null(mkdtemp(dir));
+  hlb_codelet cl = heavy_codelet("heavy-affine");
+  char codelet_key[256], dev_key[320], cpu_key[320];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  hlb__model_pu_key(&narrowed, narrowed.cores, dev_key, sizeof dev_key);
+  hlb__model_pu_key(&host, all, cpu_key, sizeof cpu_key);
+  hlb__model_set set = {0};
+  hlb_sample one = {.block = {.count = 1}, .compute_s = 1e-3};
+  hlb_sample cpu_all = {.block = {.count = 100}, .compute_s = 100 / (1.6 * dev_rate)};
+  assert_int_equal(hlb__model_append(&set, dev_key, &one, 1), 0);
+  assert_int_equal(hlb__model_append(&set, cpu_key, &cpu_all, 1), 0);
+  snprintf(set.pu[0].released, sizeof set.pu[0].released, "released: slower on one core");
+  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
+  hlb__model_set_free(&set);
+
+  hlb_exec_options o;
+  hlb_executor *ex = heavy_executor("cpu,opencl:0", 10, ALONE_CHUNKS, HLB_MODELS_ON, dir, &o);
+  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+  check();
+  assert_int_equal(s.per_pu[0].released, 1); /* the trial ran whole */
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.per_pu[0].items, 0);
+  hlb_exec_stats_clear(&s);
+  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+  check();
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_int_equal(s.per_pu[0].items, N);
+  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+  assert_int_equal(s.pu[1].cores, narrowed.cores);
+  hlb_exec_stats_clear(&s);
+  hlb_executor_destroy(ex);
+  remove_dir(dir);
+}
+
 /* A takeover a mixed run judged kernel against kernel is a try, not a decision: the comparison
  * per core does not carry over to the device whole on every core (k-means' PoCL read faster per
  * core beside the cpu PU in some first runs and took 2.5x the cpu PU's time alone, in every
- * later run). The run after it gives the device the cores, and the cpu PU's stored blocks (10^6
- * items/s a core, far above the device alone) cut the try after its first blocks; the cpu PU's
- * own blocks on every core (throttled 10x) then show the next run of the same executor that the
- * device was faster after all. A new process, with the device's run alone stored, keeps the cpu
- * PU: the stored takeover stands against the stored runs alone. Every item once. */
+ * later run). The run after it gives the device the cores and the cpu PU's stored blocks (10^6
+ * items/s a core, far above the device alone) undo it in the next run of the same executor; a
+ * new process, with the device's run alone stored, keeps the cpu PU. Every item once. */
 static void test_stored_takeover_is_tried(void **st) {
   (void)st;
   hlb_exec_pu host, narrowed;
@@ -828,17 +887,17 @@ static void test_stored_takeover_is_tried(void **st) {
   hlb_exec_stats s = {0};
   if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
   check();
-  assert_int_equal(s.per_pu[0].released, 0);
-  assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: "));
+  assert_int_equal(s.per_pu[1].items, N);
   assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
   hlb_exec_stats_clear(&s);
-  /* The cpu PU's blocks on every core after the cut ran throttled 10x: the device alone was
-   * the faster, and takes the cores. */
   if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
   check();
-  assert_int_equal(s.per_pu[0].released, 1);
-  assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
-  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_int_equal(s.per_pu[0].items, N);
   hlb_exec_stats_clear(&s);
   hlb_executor_destroy(ex);
 
@@ -1037,6 +1096,7 @@ int main(void) {
       cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_stored_takeover_is_tried),
+      cmocka_unit_test(test_trial_run_whole_then_given_back),
       cmocka_unit_test(test_trial_of_a_slow_device_is_cut),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
       cmocka_unit_test(test_cpu_warm_up_not_judged),
