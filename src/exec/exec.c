@@ -239,11 +239,15 @@ static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, d
 static void release_stored(run_ctx *r, const hlb__exec_models *m) {
   hlb_executor *ex = r->ex;
   int cpu = automatic_cpu_pu(ex);
-  if (r->opt.keep_weak_devices || cpu < 0 || !ex->ops[cpu]->set_cores) return;
+  /* A cpu PU that gave every core to a device (give_cores_stored) leaves it the run. */
+  if (r->opt.keep_weak_devices || cpu < 0 || !ex->ops[cpu]->set_cores || ex->released[cpu]) return;
   for (unsigned i = 0; i < ex->n; i++) {
     const char *why = hlb__exec_models_released(ex, m, i);
     unsigned held = held_cores(ex, i);
-    if (!why || !held || ex->released[i] || (int)i == cpu) continue;
+    /* A trial cut short is stored under the key of the device on every core, and says how it
+     * did there: no release of a mixed run (whole_device_faster reads its samples). */
+    if (!why || strstr(why, HLB__TRIAL_CUT_MARK) || !held || ex->released[i] || (int)i == cpu)
+      continue;
     snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
              "released before the run: an earlier run on this host %s", why);
     ex->released[i] = 1;
@@ -541,9 +545,11 @@ static void keep_trial_locked(run_ctx *r) {
 static void cut_trial_locked(run_ctx *r, double rate, const char *how) {
   hlb_executor *ex = r->ex;
   unsigned dev = (unsigned)r->trial_dev, cpu = (unsigned)r->parked_cpu;
-  snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
-           "released: alone on %u cores %.3g items/s against %.3g for %s alone; trial cut %s",
-           ex->pu[dev].cores, rate, r->trial_cpu_rate, ex->pu[cpu].name, how);
+  snprintf(
+      ex->release_reason[dev], sizeof ex->release_reason[dev],
+      "released: alone on %u cores %.3g items/s against %.3g for %s alone; " HLB__TRIAL_CUT_MARK
+      " %s",
+      ex->pu[dev].cores, rate, r->trial_cpu_rate, ex->pu[cpu].name, how);
   ex->released[dev] = 1;
   unsigned cores_before = cpu_cores_now(r, (int)cpu);
   ex->cores_given[cpu] += ex->on_trial[dev];
@@ -765,9 +771,11 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
      * every later run: 0.25-0.46 s against 0.09 s. */
     int alone_known = hlb__exec_models_rate_on(ex, m, i, cores) > 0;
     if (why && alone_known) why = NULL;
-    int explore = why != NULL;
+    int explore = why != NULL, recheck = 0;
+    /* Faster on the stored runs alone: checked again after this run by hand_back_tried (the
+     * device's rate alone may rest on the few small blocks of a trial cut short). */
     if (!why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone))
-      why = alone;
+      why = alone, recheck = 1;
     else if (!why && ex->released[i])
       why = (explore = explore_device(r, m, cpu, i, cores, alone, sizeof alone)) ? alone : NULL;
     /* A stored takeover does not overrule a stored release; the runs alone, or a try, do. */
@@ -793,7 +801,7 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
       ex->cores_given[cpu] -= before; /* what it held before it was opened again */
       ex->release_reason[i][0] = '\0';
     }
-    if (explore) ex->on_trial[i] = before;
+    if (explore || recheck) ex->on_trial[i] = before;
     /* The reason may be cut to its 160 bytes; the stored decision keeps it whole. */
     if (snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
                  "released before the run: its %u core%s went to %s (%u now), %s%s",

@@ -705,9 +705,10 @@ static int mixed_pus(hlb_exec_pu *host, hlb_exec_pu *narrowed) {
  * figures (HLB_EXEC_TRIAL_CUT_FACTOR). Released at 0.1x a core, the cpu PU is parked and the
  * trial judged against its stored rate: the stored blocks of 10^6 items/s a core (far above
  * the heavy kernel on any device) cut it after its first blocks, and the cpu PU does the rest
- * on every core. Released at 0.9x (HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO), the device runs the
- * whole run alone, and against the stored blocks of 10 items/s a core the next run gives it
- * the cores at once, the cpu PU's rate scaled to every core bounding it. */
+ * on every core; against 10 items/s a core it is kept and runs the rest alone. Released at 0.9x
+ * (HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO), the device runs the whole run alone, and against the
+ * stored blocks of 10 items/s a core the next run gives it the cores at once, the cpu PU's rate
+ * scaled to every core bounding it. */
 static void test_released_device_tried_alone(void **st) {
   (void)st;
   hlb_exec_pu host, narrowed;
@@ -726,6 +727,18 @@ static void test_released_device_tried_alone(void **st) {
   assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
   hlb_exec_stats_clear(&s);
   remove_dir(fast);
+
+  /* Released at 0.2x, judged against 10 items/s a core: kept, it runs the rest alone. */
+  char kept[] = "/tmp/hlb-explore-XXXXXX";
+  assert_non_null(mkdtemp(kept));
+  store_mixed_run(kept, &narrowed, &host, 10 * 0.2 * narrowed.cores, 10.0 * host.cores, "");
+  run_spec_with_models("cpu,opencl:0", 10, kept, 0, ALONE_CHUNKS, &s);
+  assert_int_equal(s.per_pu[0].released, 1);
+  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.20x a core of cpu"));
+  assert_int_equal(s.per_pu[1].items, N);
+  assert_int_equal(s.per_pu[0].items, 0);
+  hlb_exec_stats_clear(&s);
+  remove_dir(kept);
 
   assert_non_null(mkdtemp(slow));
   store_mixed_run(slow, &narrowed, &host, 10 * 0.9 * narrowed.cores, 10.0 * host.cores, "");
@@ -749,8 +762,9 @@ static void test_released_device_tried_alone(void **st) {
  * the first run. Released at 0.2x a core, its trial is judged as it goes: against the cpu PU's
  * stored blocks of 10^6 items/s a core it is cut, and the cpu PU's blocks on every core after
  * the cut (really throttled 10x) show the second run that the device alone was the faster
- * after all: it takes the cores. Released at 0.9x, against 10 items/s a core, the trial runs
- * whole, and the device keeps the cores. Every run does every item once.
+ * after all: it takes the cores. Released at 0.9x the trial runs whole: against 10^6 items/s
+ * a core the second run gives the cores back, against 10 items/s a core the device keeps them.
+ * Every run does every item once.
  * run_passes_after_trial: a mixed run stored in a new model directory (the device at 0.2x or
  * 0.9x the cpu PU's `core_rate` per core), then `runs` runs of one
  * executor from it, the first checked to be the trial (`cut` or whole); the last one's stats
@@ -796,11 +810,24 @@ static void test_trial_decided_within_one_executor(void **st) {
   if (!mixed_pus(&host, &narrowed)) return;
   hlb_exec_stats s = {0};
 
-  run_passes_after_trial(&host, &narrowed, 1e6, 1, 2, &s);
+  /* Cut, then faster after all; the third run keeps it so (the cut stored under the key of
+   * the device on every core is no release: it once left no PU in the run). */
+  run_passes_after_trial(&host, &narrowed, 1e6, 1, 3, &s);
   assert_int_equal(s.per_pu[0].released, 1);
   assert_non_null(strstr(s.per_pu[0].release_reason, "faster: alone on"));
+  assert_int_equal(s.per_pu[1].released, 0);
   assert_int_equal(s.per_pu[1].items, N);
   assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
+  hlb_exec_stats_clear(&s);
+
+  /* A whole trial against 10^6 items/s a core: given back in the second run. */
+  run_passes_after_trial(&host, &narrowed, 1e6, 0, 2, &s);
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
+  assert_int_equal(s.per_pu[0].released, 0);
+  assert_int_equal(s.per_pu[0].items, N);
+  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+  assert_int_equal(s.pu[1].cores, narrowed.cores);
   hlb_exec_stats_clear(&s);
 
   run_passes_after_trial(&host, &narrowed, 10, 0, 3, &s);
@@ -809,63 +836,6 @@ static void test_trial_decided_within_one_executor(void **st) {
   assert_int_equal(s.per_pu[1].items, N);
   assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
   hlb_exec_stats_clear(&s);
-}
-
-/* A trial the device does not lose by half runs whole, and the next run of the same executor
- * gives the cores back when the device alone was not faster than the cpu PU alone: the cpu PU's
- * stored blocks on every core are set at 1.6x the device's own items per second alone (measured
- * first, in another directory), so its trial is neither cut (that needs under half) nor won
- * (that needs 1.05x). Every item once. */
-static void test_trial_run_whole_then_given_back(void **st) {
-  (void)st;
-  hlb_exec_pu host, narrowed;
-  if (!mixed_pus(&host, &narrowed)) return;
-  unsigned all = host.cores + narrowed.cores;
-  char probe[] = "/tmp/hlb-whole-XXXXXX", dir[] = "/tmp/hlb-whole-XXXXXX";
-  assert_non_null(mkdtemp(probe));
-  hlb_exec_stats s = {0};
-  run_spec_with_models("opencl:0", 1, probe, 0, ALONE_CHUNKS, &s);
-  unsigned alone_cores = s.pu[0].cores;
-  double dev_rate = (double)s.per_pu[0].items / s.per_pu[0].busy_s;
-  hlb_exec_stats_clear(&s);
-  remove_dir(probe);
-  if (alone_cores != all) return; /* the device alone is not on the cores the two share */
-
-  assert_non_null(mkdtemp(dir));
-  hlb_codelet cl = heavy_codelet("heavy-affine");
-  char codelet_key[256], dev_key[320], cpu_key[320];
-  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
-  hlb__model_pu_key(&narrowed, narrowed.cores, dev_key, sizeof dev_key);
-  hlb__model_pu_key(&host, all, cpu_key, sizeof cpu_key);
-  hlb__model_set set = {0};
-  hlb_sample one = {.block = {.count = 1}, .compute_s = 1e-3};
-  hlb_sample cpu_all = {.block = {.count = 100}, .compute_s = 100 / (1.6 * dev_rate)};
-  assert_int_equal(hlb__model_append(&set, dev_key, &one, 1), 0);
-  assert_int_equal(hlb__model_append(&set, cpu_key, &cpu_all, 1), 0);
-  snprintf(set.pu[0].released, sizeof set.pu[0].released, "released: slower on one core");
-  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
-  hlb__model_set_free(&set);
-
-  hlb_exec_options o;
-  hlb_executor *ex = heavy_executor("cpu,opencl:0", 10, ALONE_CHUNKS, HLB_MODELS_ON, dir, &o);
-  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
-  check();
-  assert_int_equal(s.per_pu[0].released, 1); /* the trial ran whole */
-  assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone"));
-  assert_int_equal(s.per_pu[1].items, N);
-  assert_int_equal(s.per_pu[0].items, 0);
-  hlb_exec_stats_clear(&s);
-  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
-  check();
-  assert_int_equal(s.per_pu[1].released, 1);
-  assert_non_null(strstr(s.per_pu[1].release_reason, "its run alone was not faster"));
-  assert_int_equal(s.per_pu[0].released, 0);
-  assert_int_equal(s.per_pu[0].items, N);
-  assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
-  assert_int_equal(s.pu[1].cores, narrowed.cores);
-  hlb_exec_stats_clear(&s);
-  hlb_executor_destroy(ex);
-  remove_dir(dir);
 }
 
 /* A takeover a mixed run judged kernel against kernel is a try, not a decision: the comparison
@@ -961,6 +931,45 @@ static void test_trial_of_a_slow_device_is_cut(void **st) {
       assert_non_null(strstr(s.per_pu[1].release_reason, "an earlier run on this host"));
     hlb_exec_stats_clear(&s);
     if (run != 1) hlb_executor_destroy(ex);
+  }
+  remove_dir(dir);
+}
+
+/* A device whose every block fails while it is tried alone (the cpu PU parked) leaves the run
+ * after HLB_EXEC_MAX_FAILURES failures; the trial is cut then, and the cpu PU, woken, does
+ * every item on every core: nothing is lost, nothing done twice. */
+static void test_trial_device_failing_is_cut(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  char dir[] = "/tmp/hlb-cutfail-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  for (int run = 0; run < 2; run++) {
+    hlb_exec_pu pus[2];
+    unsigned n = 0;
+    assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
+    pus[1].throttle = 100; /* released in the first run */
+    hlb_executor *ex = NULL;
+    if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+    hlb_exec_options o;
+    hlb_exec_options_default(&o);
+    o.models = HLB_MODELS_ON;
+    o.model_dir = dir;
+    if (run == 1) o.inject_pu = 1, o.inject_from = 1, o.inject_count = 0;
+    hlb_codelet cl = heavy_codelet("heavy-affine");
+    hlb_exec_stats s = {0};
+    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+    check();
+    assert_int_equal(s.per_pu[1].released, 1);
+    if (run == 1) {
+      assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut when it left the run"));
+      assert_int_equal(s.per_pu[1].items, 0);
+      assert_true(s.per_pu[1].failed_blocks >= 1);
+      assert_int_equal(s.per_pu[0].items, N);
+      assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+    }
+    hlb_exec_stats_clear(&s);
+    hlb_executor_destroy(ex);
   }
   remove_dir(dir);
 }
@@ -1096,8 +1105,8 @@ int main(void) {
       cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_stored_takeover_is_tried),
-      cmocka_unit_test(test_trial_run_whole_then_given_back),
       cmocka_unit_test(test_trial_of_a_slow_device_is_cut),
+      cmocka_unit_test(test_trial_device_failing_is_cut),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
       cmocka_unit_test(test_cpu_warm_up_not_judged),
       cmocka_unit_test(test_session_keeps_kernel),
