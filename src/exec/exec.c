@@ -64,10 +64,10 @@ typedef struct run_ctx {
   /* A device tried alone on every core (give_cores_stored) beside the cpu PU parked: it waits,
    * in the balancer, while the device's first blocks show whether to go on (judge_trial_locked).
    * trial_dev and parked_cpu: executor indices, -1 when no trial is judged; parking: the cpu PU
-   * waits; trial_cpu_rate: its stored items per second alone on the device's cores; trial_cut:
-   * the trial was cut and the cpu PU took the cores. Guarded by mu. */
+   * waits; trial_cpu_rate: its stored items per second alone on the device's cores. Guarded
+   * by mu. */
   int trial_judged; /* explore_device: the trial this run starts is judged as it goes */
-  int trial_dev, parked_cpu, parking, trial_cut;
+  int trial_dev, parked_cpu, parking;
   unsigned trial_bpu, parked_bpu; /* their balancer indices */
   double trial_cpu_rate;
 } run_ctx;
@@ -563,7 +563,6 @@ static void cut_trial_locked(run_ctx *r, double rate, const char *how) {
   ex->cores_changed_s[cpu][0] = ex->cores_changed_s[cpu][1] = rel_now(r);
   ex->released[cpu] = 0;
   ex->release_reason[cpu][0] = '\0';
-  r->trial_cut = 1;
   r->parking = 0;
   pthread_cond_broadcast(&r->cv);
 }
