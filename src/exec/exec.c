@@ -244,10 +244,7 @@ static void release_stored(run_ctx *r, const hlb__exec_models *m) {
   for (unsigned i = 0; i < ex->n; i++) {
     const char *why = hlb__exec_models_released(ex, m, i);
     unsigned held = held_cores(ex, i);
-    /* A trial cut short is stored under the key of the device on every core, and says how it
-     * did there: no release of a mixed run (whole_device_faster reads its samples). */
-    if (!why || strstr(why, HLB__TRIAL_CUT_MARK) || !held || ex->released[i] || (int)i == cpu)
-      continue;
+    if (!why || !held || ex->released[i] || (int)i == cpu) continue;
     snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
              "released before the run: an earlier run on this host %s", why);
     ex->released[i] = 1;
@@ -456,6 +453,20 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   return hlb__judge_release_on_ratio(ratio, d->busy_s);
 }
 
+/* The automatic cpu PU's items per second alone on `cores` cores, from the stored samples (the
+ * slope of their line: hlb__exec_models_rate_on). Without a run of it alone on them all yet
+ * (after a device's exploration), its rate on its own cores scaled to all of them, at most what
+ * it could do (*bound 1): a device faster than that is faster, one that is not waits for the
+ * cpu PU's own run alone. 0 when nothing is stored. */
+static double cpu_rate_alone(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned cores,
+                             int *bound) {
+  double rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, cores);
+  unsigned own = r->ex->pu[cpu].cores;
+  *bound = !(rate > 0) && own > 0 && own < cores;
+  if (*bound) rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, own) * cores / own;
+  return rate;
+}
+
 /* ---- A trial cut short -----------------------------------------------------------------
  * A device given every core to try it alone (give_cores_stored) ran the whole run alone:
  * PoCL's blackscholes took 0.57 s where the cpu PU alone takes 0.13. Now, for a device released
@@ -478,10 +489,8 @@ static void plan_trial(run_ctx *r, const hlb__exec_models *m) {
     return;
   for (unsigned i = 0; i < ex->n; i++) {
     if (!ex->on_trial[i] || ex->released[i] || (int)i == cpu) continue;
-    unsigned cores = ex->pu[i].cores, own = ex->pu[cpu].cores;
-    double rate = hlb__exec_models_rate_on(ex, m, (unsigned)cpu, cores);
-    if (!(rate > 0) && own > 0 && own < cores)
-      rate = hlb__exec_models_rate_on(ex, m, (unsigned)cpu, own) * cores / own;
+    int bound = 0;
+    double rate = cpu_rate_alone(r, m, cpu, ex->pu[i].cores, &bound);
     if (rate > 0) r->trial_dev = (int)i, r->trial_cpu_rate = rate;
     return;
   }
@@ -545,11 +554,9 @@ static void keep_trial_locked(run_ctx *r) {
 static void cut_trial_locked(run_ctx *r, double rate, const char *how) {
   hlb_executor *ex = r->ex;
   unsigned dev = (unsigned)r->trial_dev, cpu = (unsigned)r->parked_cpu;
-  snprintf(
-      ex->release_reason[dev], sizeof ex->release_reason[dev],
-      "released: alone on %u cores %.3g items/s against %.3g for %s alone; " HLB__TRIAL_CUT_MARK
-      " %s",
-      ex->pu[dev].cores, rate, r->trial_cpu_rate, ex->pu[cpu].name, how);
+  snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
+           "released: alone on %u cores %.3g items/s against %.3g for %s alone; trial cut %s",
+           ex->pu[dev].cores, rate, r->trial_cpu_rate, ex->pu[cpu].name, how);
   ex->released[dev] = 1;
   unsigned cores_before = cpu_cores_now(r, (int)cpu);
   ex->cores_given[cpu] += ex->on_trial[dev];
@@ -567,17 +574,22 @@ static void cut_trial_locked(run_ctx *r, double rate, const char *how) {
   pthread_cond_broadcast(&r->cv);
 }
 
-/* After the trial device's block (mu held): 1 when the trial was cut (the device stops). */
-static int judge_trial_locked(run_ctx *r) {
+/* Judge the trial (mu held) after the device's block, forced_by NULL: cut, kept, or, not
+ * judged enough yet, its next block capped at HLB_EXEC_TRIAL_GROW times its largest. Or when
+ * the trial cannot wait (forced_by says why: the device left the run, its failures retired
+ * it, or waits on the parked cpu PU with nothing in flight, a policy holding a share for it):
+ * judged on what it did, and cut when not judged enough, so that the cpu PU goes on. 1 when
+ * the trial was cut (the device stops). */
+static int judge_trial_locked(run_ctx *r, const char *forced_by) {
   double rate = 0;
   int verdict = hlb_balancer_finished(r->b) ? TRIAL_KEEP : trial_verdict(r, &rate);
-  if (verdict == TRIAL_CUT) {
-    cut_trial_locked(r, rate, "after its first blocks");
-    return 1;
-  }
   if (verdict == TRIAL_KEEP) {
     keep_trial_locked(r);
     return 0;
+  }
+  if (verdict == TRIAL_CUT || forced_by) {
+    cut_trial_locked(r, rate, forced_by ? forced_by : "after its first blocks");
+    return 1;
   }
   size_t largest = 0, n = recent_count(r, (unsigned)r->trial_dev);
   for (size_t k = 0; k < n; k++)
@@ -587,18 +599,6 @@ static int judge_trial_locked(run_ctx *r) {
   return 0;
 }
 
-/* The trial cannot wait for its judgement (mu held): the device left the run (its failures
- * retired it) or waits on the parked cpu PU with nothing in flight (a policy holding a share
- * for it). Judged on what it did; not judged enough, it is cut: the cpu PU goes on. */
-static void settle_trial_locked(run_ctx *r, const char *how) {
-  double rate = 0;
-  int verdict = hlb_balancer_finished(r->b) ? TRIAL_KEEP : trial_verdict(r, &rate);
-  if (verdict == TRIAL_KEEP)
-    keep_trial_locked(r);
-  else
-    cut_trial_locked(r, rate, how);
-}
-
 /* After d's block: judge d if it is a device (1: d stops), or, if d is the cpu PU, the devices
  * whose block is in flight. */
 static int release_weak_locked(driver *d) {
@@ -606,7 +606,7 @@ static int release_weak_locked(driver *d) {
   int cpu = automatic_cpu_pu(r->ex);
   double dev_rate = 0, core_rate = 0;
   int unread = 0;
-  if (r->parking && (int)d->pu == r->trial_dev) return judge_trial_locked(r);
+  if (r->parking && (int)d->pu == r->trial_dev) return judge_trial_locked(r, NULL);
   if (r->ex->released[d->pu]) { /* released while its block ran: retire it now */
     hlb_balancer_retire(r->b, d->bpu);
     return 1;
@@ -640,19 +640,11 @@ static int release_weak_locked(driver *d) {
 static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
                                unsigned cores, char *why, size_t cap) {
   double dev_rate = hlb__exec_models_rate_on(r->ex, m, dev, cores);
-  double cpu_rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, cores);
-  const char *bound = "";
-  unsigned own = r->ex->pu[cpu].cores;
-  if (!(cpu_rate > 0) && own > 0 && own < cores) {
-    /* No run of the cpu PU alone on them all yet (after a device's exploration, below): its
-     * rate on its own cores scaled to all of them, at most what it could do. A device faster
-     * than that is faster; one that is not waits for the cpu PU's own run alone. */
-    cpu_rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, own) * cores / own;
-    bound = "at most ";
-  }
+  int bound = 0;
+  double cpu_rate = cpu_rate_alone(r, m, cpu, cores, &bound);
   if (!(dev_rate > 0 && cpu_rate > 0)) return 0;
-  snprintf(why, cap, "alone on %u cores %.3g against %s%.3g items/s", cores, dev_rate, bound,
-           cpu_rate);
+  snprintf(why, cap, "alone on %u cores %.3g against %s%.3g items/s", cores, dev_rate,
+           bound ? "at most " : "", cpu_rate);
   return dev_rate >= HLB_EXEC_TAKE_CORES_FACTOR * cpu_rate;
 }
 
@@ -877,7 +869,7 @@ static int next_locked(driver *d, hlb_block *blk) {
       return 0;
     }
     if (r->parking && r->in_flight == 0) { /* only the parked cpu PU could take the rest */
-      settle_trial_locked(r, "when the policy waited for the cpu PU");
+      (void)judge_trial_locked(r, "when the policy waited for the cpu PU");
       continue;
     }
     /* Nothing running anywhere and everyone waiting: no done() will ever wake us. */
@@ -979,7 +971,7 @@ static void local_leave(hlb__driver *core) {
   run_ctx *r = d->r;
   pthread_mutex_lock(&r->mu);
   if (r->in_block[d->pu]) block_ended_locked(d); /* its block was dropped at commit */
-  if (r->parking && (int)d->pu == r->trial_dev) settle_trial_locked(r, "when it left the run");
+  if (r->parking && (int)d->pu == r->trial_dev) (void)judge_trial_locked(r, "when it left the run");
   r->alive--;
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);
@@ -1173,7 +1165,8 @@ static void start_drivers(run_ctx *r, driver *drv, int *started, const unsigned 
     if (!started[j]) {
       /* Threads already started finish the work; this PU simply takes none. */
       pthread_mutex_lock(&r->mu);
-      if (r->parking && (int)bidx[j] == r->trial_dev) settle_trial_locked(r, "as it never started");
+      if (r->parking && (int)bidx[j] == r->trial_dev)
+        (void)judge_trial_locked(r, "as it never started");
       if (r->parking && (int)bidx[j] == r->parked_cpu) r->parking = 0, r->trial_dev = -1;
       int rc = hlb_balancer_retire(r->b, j);
       if (rc) set_error_locked(r, rc);

@@ -37,11 +37,6 @@ double hlb__line_slope(const hlb__line_sums *l, double *fixed);
  * on every core, whatever its figures (exec.c, explore_device). */
 #define HLB__KERNEL_UNREAD_MARK "its blocks too short to read its kernel"
 
-/* What a device's release says when its trial alone on every core was cut short (exec.c, "A
- * trial cut short"): stored under the key of the device on every core, it is no release of a
- * mixed run, and a later run never leaves the device out for it (release_stored). */
-#define HLB__TRIAL_CUT_MARK "trial cut"
-
 /* Log entries looked at: the newest this many, so that a judgement after every block of a long
  * run stays cheap. */
 #define HLB__JUDGE_WINDOW 256

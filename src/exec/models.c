@@ -280,8 +280,12 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
     /* Samples in other units than the stored ones (item costs newly trusted, or found
      * wanting) replace them too: one curve is never fitted to counts and costs at once. */
     p->replace = forgot[j] || hlb_balancer_samples_rescaled(b);
-    /* Released in this run (not before it): later runs leave the device out from the start. */
-    if (ex->released[bidx[j]])
+    /* Released in this run (not before it): later runs leave the device out from the start.
+     * Not a trial cut short (on trial and released: exec.c, cut_trial_locked): its key is the
+     * device's on every core, where that is no release of a mixed run; its samples say how it
+     * did there (read as a release, it once left a device that held every core out of the next
+     * pass, and no PU in it). */
+    if (ex->released[bidx[j]] && !ex->on_trial[bidx[j]])
       copy_text(p->released, sizeof p->released, ex->release_reason[bidx[j]]);
     /* Faster per core than the cpu PU in this run: later runs give it the cpu PU's cores. */
     if (ex->takes_cores[bidx[j]][0])

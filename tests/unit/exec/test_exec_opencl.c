@@ -886,6 +886,22 @@ static void test_stored_takeover_is_tried(void **st) {
   remove_dir(dir);
 }
 
+/* An executor of the cpu PU and opencl:0 throttled 100x (`--throttle opencl:0=100`), released
+ * beside the cpu PU by any run that judges it, and the options of a run with models kept in
+ * `dir` under the default policy, as a user runs it. */
+static hlb_executor *slow_device_executor(const char *dir, hlb_exec_options *o) {
+  hlb_exec_pu pus[2];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
+  pus[1].throttle = 100;
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  hlb_exec_options_default(o);
+  o->models = HLB_MODELS_ON;
+  o->model_dir = dir;
+  return ex;
+}
+
 /* `--throttle opencl:0=100` run three times with models kept, as a user would (hlb, the default
  * policy): the first run releases the device beside the cpu PU; the second tries it alone on
  * every core and cuts the trial after its first blocks (the cpu PU, parked meanwhile, takes
@@ -899,16 +915,10 @@ static void test_trial_of_a_slow_device_is_cut(void **st) {
   char dir[] = "/tmp/hlb-cut-XXXXXX";
   assert_non_null(mkdtemp(dir));
   hlb_executor *ex = NULL;
+  hlb_exec_options o;
   for (int run = 0; run < 4; run++) {
-    hlb_exec_pu pus[2];
-    unsigned n = 0;
-    assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-    pus[1].throttle = 100;
-    if (run != 2 && hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
-    hlb_exec_options o;
-    hlb_exec_options_default(&o);
-    o.models = HLB_MODELS_ON;
-    o.model_dir = dir;
+    if (run != 2) /* the third run is the next pass of the second's executor */
+      ex = slow_device_executor(dir, &o);
     hlb_codelet cl = heavy_codelet("heavy-affine");
     hlb_exec_stats s = {0};
     if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
@@ -944,17 +954,9 @@ static void test_trial_device_failing_is_cut(void **st) {
   if (!mixed_pus(&host, &narrowed)) return;
   char dir[] = "/tmp/hlb-cutfail-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  for (int run = 0; run < 2; run++) {
-    hlb_exec_pu pus[2];
-    unsigned n = 0;
-    assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-    pus[1].throttle = 100; /* released in the first run */
-    hlb_executor *ex = NULL;
-    if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  for (int run = 0; run < 2; run++) { /* released in the first run, tried in the second */
     hlb_exec_options o;
-    hlb_exec_options_default(&o);
-    o.models = HLB_MODELS_ON;
-    o.model_dir = dir;
+    hlb_executor *ex = slow_device_executor(dir, &o);
     if (run == 1) o.inject_pu = 1, o.inject_from = 1, o.inject_count = 0;
     hlb_codelet cl = heavy_codelet("heavy-affine");
     hlb_exec_stats s = {0};
