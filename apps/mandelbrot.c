@@ -42,8 +42,8 @@ static const char mandel_cl[] =
     "kernel void hlb_mandelbrot(global const uchar *in, global uchar *outb, ulong begin,\n"
     "    ulong count, global const uchar *s0, global const uchar *s1, global const uchar *s2,\n"
     "    global const uchar *s3) {\n"
-    "  ulong i = get_global_id(0);\n"
-    "  if (i >= count) return;\n"
+    "  ulong g = get_global_id(0);\n"
+    "  if (g >= count) return;\n" HLB_APP_SPREAD_ITEM
     "  ulong n = (ulong)((global const double *)s0)[0];\n"
     "  uint iters = (uint)((global const double *)s0)[1];\n"
     "  ulong row = begin + i;\n"

@@ -8,7 +8,7 @@
 # static run of `--pus cpu` and one of `--pus opencl:0` with models off, for reference. Printed:
 # per build the median makespan of the first runs (what a new model directory costs) and of runs
 # 2-4 (what the stored decisions settle to), and the two references' medians. Never fails on time;
-# exits 1 when a run does not verify.
+# exits 1 when a run does not verify. SIZE (environment, optional): the app's --size.
 set -euo pipefail
 base=${1:?usage: bench_ab_all.sh BASE_BUILD NEW_BUILD [APP] [ROUNDS]}
 new=${2:?usage: bench_ab_all.sh BASE_BUILD NEW_BUILD [APP] [ROUNDS]}
@@ -26,7 +26,7 @@ run() {
   local label=$1 build=$2 dir=$3
   shift 3
   local out
-  out=$(HLB_MODEL_DIR="$dir" "$build/tools/hlb/hlb" run "$app" "$@" --json)
+  out=$(HLB_MODEL_DIR="$dir" "$build/tools/hlb/hlb" run "$app" ${SIZE:+--size "$SIZE"} "$@" --json)
   [ "$(echo "$out" | jq -r .verified)" = true ] || { echo "bench_ab_all: $label not verified" >&2; exit 1; }
   echo "$out" | jq .makespan_s >>"$work/$label"
 }
@@ -45,7 +45,7 @@ for r in $(seq 1 "$rounds"); do
   run ref.opencl "$new" "$work" --pus opencl:0 --policy static --models off
 done
 
-printf '%s, %s rounds: median makespan [s]\n' "$app" "$rounds"
+printf '%s%s, %s rounds: median makespan [s]\n' "$app" "${SIZE:+ at size $SIZE}" "$rounds"
 printf '%-8s %10s %10s\n' build first "runs 2-4"
 for side in base new; do
   printf '%-8s %10.4f %10.4f\n' "$side" "$(median <"$work/$side.first")" "$(median <"$work/$side.later")"

@@ -130,10 +130,11 @@ typedef struct hlb_codelet {
    *    global const uchar *s0, global const uchar *s1, global const uchar *s2,
    *    global const uchar *s3)
    * (unused pointers are NULL), launched over count * opencl_work_per_item work items
-   * (0 means 1) rounded up to whole work groups of a fixed size: a work item whose
+   * (0 means 1) rounded up to whole work groups of a fixed size (64, or 1 for a block too
+   * small to give each compute unit of a CPU-type device two groups of 64): a work item whose
    * get_global_id(0) is past count * opencl_work_per_item must return. At setup the kernel
-   * is launched once with count = 0 (a warm-up that takes lazy compilation out of the timed
-   * blocks). NULL source: no OpenCL. */
+   * is launched once with count = 0 in each of those sizes (a warm-up that takes lazy
+   * compilation out of the timed blocks). NULL source: no OpenCL. */
   const char *opencl_source;
   const char *opencl_kernel;
   size_t opencl_work_per_item;
@@ -249,12 +250,13 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
 /* A device whose release read at least this fraction of a core (kernel against kernel), and one
  * a mixed run found faster per core (a stored takeover), is tried for a whole run as before,
  * the cpu PU left out: it is likely to be worth it, and with the cpu PU parked in the balancer
- * the policy plans the device in many small blocks (its share beside the parked PU's), after
- * which PoCL ran the rest of mandelbrot's rows at about one thread's pace (it splits a launch's
- * work-groups into a contiguous range per thread, and the rows of [496, 2048) are not
- * symmetric as those of [2, 2048) are; 16 launches for the block instead of one took 0.40 s
- * instead of 0.54): its trials after releases at 0.86-0.95x a core took 0.52-0.58 s against
- * 0.31-0.35 s whole (10 of 12 fresh directories, 2026-11-29). Releases read 0.86-0.95x on
+ * the policy plans the device in many small blocks (its share beside the parked PU's). After
+ * those, PoCL ran the rest of mandelbrot's rows at about one thread's pace (it gave each thread
+ * a contiguous half of the block, and the rows of [496, 2048) are not symmetric about the set):
+ * its trials after releases at 0.86-0.95x a core took 0.52-0.58 s against 0.31-0.35 s whole (10
+ * of 12 fresh directories, 2026-11-29). With the rows spread over PoCL's threads
+ * (apps/apps.h, HLB_APP_SPREAD_ITEM) such trials still took 0.34 s against 0.31 (8 fresh
+ * directories, twenty-ninth session): the small blocks' cost. Releases read 0.86-0.95x on
  * mandelbrot, 0.3-0.6x on spmv and k-means (0.49x), 0.002-0.62x on blackscholes, 0.02-0.04x on
  * matmul. */
 #define HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO 0.8

@@ -38,7 +38,8 @@ static unsigned cl_devices(void) {
 typedef struct cl_kern {
   cl_program prog;
   cl_kernel kern;
-  size_t local; /* work-group size used for every launch */
+  size_t local; /* work-group size of every launch but small ones (launch_local) */
+  int single;   /* small launches take work-groups of one work item (launch_local) */
 } cl_kern;
 
 typedef struct cl_dev {
@@ -52,6 +53,7 @@ typedef struct cl_dev {
   char *one_src, *one_name;
   cl_mem shared[HLB_EXEC_MAX_SHARED];
   char name[32];
+  unsigned cus; /* compute units of a CPU-type device, each a thread of the host; 0 for others */
 } cl_dev;
 
 /* Work-group size of every launch, when the kernel allows it. Fixed rather than left to the
@@ -96,6 +98,7 @@ static int cl_open(hlb_exec_pu *pu, void **out) {
   cl_dev *d = calloc(1, sizeof *d);
   if (!d) return hlb__error(HLB_ENOMEM, "pu '%s': out of memory", pu->name);
   d->id = fission(ids[pu->device], pu, &d->sub);
+  d->cus = pu->cores;
   snprintf(d->name, sizeof d->name, "%s", pu->name);
   cl_int err;
   d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);
@@ -156,20 +159,40 @@ static void cl_close(void *dev) {
 
 static int set_args(cl_kern *k, const hlb_exec_call *call);
 
-/* Launch the kernel once on an empty block (count 0: every work item returns at once), so
- * the device's lazy compilation happens in setup, not in the first timed block. */
+/* The work-group size of a launch of `items` work items. A CPU-type device runs each
+ * work-group on one of its threads, so a launch of fewer than two groups of k->local per
+ * compute unit leaves threads idle: on PoCL with two compute units a block of under 64 rows
+ * ran on one thread (mandelbrot at 4096, greedy's 27-row blocks: 2.4 s for the image against
+ * 1.3 s in groups of one row; docs/benchmarks.md, "PoCL's threads: small blocks, asymmetric
+ * blocks"). Such launches take groups of one work item, a size the warm-up compiled too; the others
+ * keep k->local, whose groups cost less to schedule (blackscholes' options in groups of one: 0.55
+ * -> 0.64 s). Not for a device of one compute unit, nor a GPU (its groups are not threads),
+ * nor a kernel that requires its own group size. */
+static size_t launch_local(const cl_dev *d, const cl_kern *k, size_t items) {
+  return k->single && items < 2 * (size_t)d->cus * k->local ? 1 : k->local;
+}
+
+static cl_int launch(cl_dev *d, cl_kern *k, size_t global, size_t local) {
+  return clEnqueueNDRangeKernel(d->q, k->kern, 1, NULL, &global, &local, 0, NULL, NULL);
+}
+
+/* Launch the kernel once on an empty block (count 0: every work item returns at once), in
+ * each work-group size launch_local may use, so that the device's lazy compilation (PoCL
+ * compiles a kernel per group size) happens in setup, not in the first timed blocks. */
 static int cl_warm_up(cl_dev *d, cl_kern *k, const hlb_codelet *cl,
                       const void *shared[HLB_EXEC_MAX_SHARED]) {
-  size_t wg = 0;
+  size_t wg = 0, required[3] = {0, 0, 0};
   clGetKernelWorkGroupInfo(k->kern, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  clGetKernelWorkGroupInfo(k->kern, d->id, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof required,
+                           required, NULL);
   k->local = wg && wg < HLB_OPENCL_LOCAL ? wg : HLB_OPENCL_LOCAL;
+  k->single = d->cus >= 2 && k->local > 1 && required[0] == 0;
   hlb_exec_call call = {0};
   for (unsigned i = 0; i < HLB_EXEC_MAX_SHARED; i++)
     call.shared[i] = shared[i];
-  size_t global = k->local;
   cl_int err = set_args(k, &call) ? CL_INVALID_KERNEL_ARGS : CL_SUCCESS;
-  if (err == CL_SUCCESS)
-    err = clEnqueueNDRangeKernel(d->q, k->kern, 1, NULL, &global, &k->local, 0, NULL, NULL);
+  if (err == CL_SUCCESS) err = launch(d, k, k->local, k->local);
+  if (err == CL_SUCCESS && k->single) err = launch(d, k, 1, 1);
   if (err == CL_SUCCESS) err = clFinish(d->q);
   if (err != CL_SUCCESS)
     return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' failed its empty warm-up launch (%d)",
@@ -225,9 +248,10 @@ static int cl_launch(void *dev, void *kernel, const hlb_codelet *cl, hlb_exec_ca
                       cl->opencl_kernel);
   size_t per = cl->opencl_work_per_item ? cl->opencl_work_per_item : 1;
   /* Rounded up to whole work groups: kernels return for ids past count * per. */
-  size_t global = (call->count * per + k->local - 1) / k->local * k->local;
+  size_t local = launch_local(d, k, call->count * per);
+  size_t global = (call->count * per + local - 1) / local * local;
   call->queue = d->q;
-  cl_int err = clEnqueueNDRangeKernel(d->q, k->kern, 1, NULL, &global, &k->local, 0, NULL, NULL);
+  cl_int err = launch(d, k, global, local);
   if (err == CL_SUCCESS) err = clFinish(d->q);
   if (err != CL_SUCCESS)
     return hlb__error(HLB_EDEVICE, "pu '%s': kernel '%s' on items [%zu, +%zu) failed (error %d)",

@@ -247,6 +247,53 @@ static hlb_executor *open_spec(const char *spec) {
   return ex;
 }
 
+/* out[i] = the work-group size of the launch that computed item i. */
+static const char src_local[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "kernel void group(global const uchar *in, global uchar *out, ulong begin, ulong count,\n"
+    "  global const uchar *s0, global const uchar *s1, global const uchar *s2,\n"
+    "  global const uchar *s3) {\n"
+    "  ulong i = get_global_id(0);\n"
+    "  if (i >= count) return;\n"
+    "  ((global double *)out)[i] = (double)get_local_size(0);\n"
+    "}\n";
+
+/* The work-group size every item of one block of n items on `ex`'s only PU was computed in;
+ * fails unless every item has the same. */
+static double group_size_of_block(hlb_executor *ex, size_t n) {
+  hlb_codelet cl = codelet();
+  cl.name = "group";
+  cl.opencl_source = src_local;
+  cl.opencl_kernel = "group";
+  cl.cpu = NULL;
+  hlb_exec_options o;
+  hlb_exec_options_default(&o);
+  o.policy = "static"; /* one PU: one block */
+  o.models = HLB_MODELS_OFF;
+  if (hlb_executor_run(ex, &cl, n, &o, NULL)) fail_msg("%zu items: %s", n, hlb_last_error());
+  for (size_t i = 1; i < n; i++)
+    if (out[i] != out[0])
+      fail_msg("%zu items: item %zu in groups of %g, item 0 of %g", n, i, out[i], out[0]);
+  return out[0];
+}
+
+/* A CPU-type device runs a work-group on one of its threads: a block too small to give every
+ * compute unit two groups of the usual size runs in groups of one item, a larger block in the
+ * usual groups (opencl.c, launch_local). */
+static void test_small_blocks_on_every_thread(void **st) {
+  (void)st;
+  hlb_executor *ex = open_spec("opencl:0");
+  unsigned cus = hlb_executor_pu(ex, 0)->cores;
+  if (cus < 2 || 2u * cus * 64u >= N) { /* a GPU, one compute unit, or too many for N */
+    hlb_executor_destroy(ex);
+    skip();
+  }
+  assert_true(group_size_of_block(ex, 2u * cus * 64u) > 1);
+  assert_true(group_size_of_block(ex, 2u * cus * 64u - 1) == 1);
+  assert_true(group_size_of_block(ex, 3) == 1);
+  hlb_executor_destroy(ex);
+}
+
 /* The second run of a codelet uses the kernel the first built, and the shared buffer's new
  * contents: the centroids of a k-means pass change every pass. */
 static void test_session_keeps_kernel(void **st) {
@@ -1098,6 +1145,7 @@ int main(void) {
       cmocka_unit_test(test_opencl_alone),
       cmocka_unit_test(test_opencl_with_cpu),
       cmocka_unit_test(test_fission),
+      cmocka_unit_test(test_small_blocks_on_every_thread),
       cmocka_unit_test(test_bad_kernel),
       cmocka_unit_test(test_bad_kernel_beside_cpu),
       cmocka_unit_test(test_judged_devices),
