@@ -462,6 +462,18 @@ static void test_session_bad_source_later(void **st) {
   hlb_executor_destroy(ex);
 }
 
+/* An executor of the cpu PU and opencl:0, each throttled as given (`--throttle`; 1: not). */
+static hlb_executor *cpu_and_device(double cpu_throttle, double cl_throttle) {
+  hlb_exec_pu pus[2];
+  unsigned n = 0;
+  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
+  pus[0].throttle = cpu_throttle;
+  pus[1].throttle = cl_throttle;
+  hlb_executor *ex = NULL;
+  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  return ex;
+}
+
 /* The heavy kernel on `spec` (two PUs) under greedy with `params`, PUs throttled as given. */
 static void run_stats(const char *spec, double cl_throttle, double cpu_throttle, const char *params,
                       hlb_exec_stats *s) {
@@ -937,12 +949,7 @@ static void test_stored_takeover_is_tried(void **st) {
  * beside the cpu PU by any run that judges it, and the options of a run with models kept in
  * `dir` under the default policy, as a user runs it. */
 static hlb_executor *slow_device_executor(const char *dir, hlb_exec_options *o) {
-  hlb_exec_pu pus[2];
-  unsigned n = 0;
-  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-  pus[1].throttle = 100;
-  hlb_executor *ex = NULL;
-  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  hlb_executor *ex = cpu_and_device(1, 100);
   hlb_exec_options_default(o);
   o->models = HLB_MODELS_ON;
   o->model_dir = dir;
@@ -1030,19 +1037,13 @@ static void test_samples_after_release_keyed_by_cores(void **st) {
   (void)st;
   char dir[] = "/tmp/hlb-keys-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  hlb_exec_pu pus[2];
-  unsigned n = 0;
-  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-  /* The device: its first block of one item 5 ms and more, released on it or while its second
-   * block runs. Not 1000x: in the bare-root suite, two tests at once made that one item take
-   * over a second, the cpu PU had granted all its blocks by then and none was left to store
-   * under the cores it ended with. */
-  pus[1].throttle = 100;
-  /* 40 cpu blocks of 50 ms and more, most of them after the release: at 4x (20 ms) a loaded
-   * ctest -j2 once let the cpu PU grant all its blocks before the device's first ended. */
-  pus[0].throttle = 10;
-  hlb_executor *ex = NULL;
-  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  /* The device (100x): its first block of one item 5 ms and more, released on it or while its
+   * second block runs. Not 1000x: in the bare-root suite, two tests at once made that one item
+   * take over a second, the cpu PU had granted all its blocks by then and none was left to store
+   * under the cores it ended with. The cpu PU (10x): 40 blocks of 50 ms and more, most of them
+   * after the release: at 4x (20 ms) a loaded ctest -j2 once let the cpu PU grant all its blocks
+   * before the device's first ended. */
+  hlb_executor *ex = cpu_and_device(10, 100);
   hlb_codelet cl = heavy_codelet("heavy-keys");
   hlb_exec_options o;
   hlb_exec_options_default(&o);
@@ -1099,12 +1100,7 @@ static void test_cpu_warm_up_not_judged(void **st) {
   (void)st;
   char dir[] = "/tmp/hlb-warm-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  hlb_exec_pu pus[2];
-  unsigned n = 0;
-  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-  pus[1].throttle = 4;
-  hlb_executor *ex = NULL;
-  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
+  hlb_executor *ex = cpu_and_device(1, 4);
   hlb_codelet cl = heavy_codelet("heavy-warm-up");
   cl.cpu = cpu_heavy_warm_up;
   hlb_exec_options o;
