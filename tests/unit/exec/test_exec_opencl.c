@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -581,6 +582,30 @@ static void remove_dir(const char *dir) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* Tries for a run in which the throttled cpu PU finished the blocks a takeover is judged on. */
+#define JUDGED_RUN_TRIES 5
+
+/* 1 when the cpu PU (PU 0) of a run finished HLB_EXEC_RELEASE_BLOCKS blocks, the fewest on
+ * which judge_takeover decides anything; else says so and clears s. The emulated throttle
+ * sleeps 999x a block's measured time, so one preemption of the cpu PU's one-item block on a
+ * loaded machine (a time slice of a few ms: CI runs ctest -j2 under ASan on 2 cores) makes it
+ * sleep seconds while the device does all N items, and the run ends on one cpu block (seen in
+ * CI, 2026-11-29). Such a run is no test of the decision: run again. */
+static int cpu_judged(hlb_exec_stats *s) {
+  if (s->per_pu[0].blocks >= HLB_EXEC_RELEASE_BLOCKS) return 1;
+  print_message("the cpu PU finished %zu block(s) (the device %zu): not judged, run again\n",
+                s->per_pu[0].blocks, s->per_pu[1].blocks);
+  hlb_exec_stats_clear(s);
+  return 0;
+}
+
+/* Fails with the device's reason unless it says that later runs give it the cpu PU's cores. */
+static void assert_takes_cores(const hlb_exec_stats *s) {
+  if (!strstr(s->per_pu[1].release_reason, "later runs give it its cores"))
+    fail_msg("opencl:0 not given the cores after the cpu PU's %zu blocks and its %zu: \"%s\"",
+             s->per_pu[0].blocks, s->per_pu[1].blocks, s->per_pu[1].release_reason);
+}
+
 /* A device on the cores that a run finds faster per core than the cpu PU (here the cpu PU is
  * throttled 1000x: a first device block slowed by a loaded machine, 50 ms and more, cannot
  * release it) is kept, and
@@ -592,14 +617,21 @@ static void test_device_takes_cores(void **st) {
   char dir[] = "/tmp/hlb-takes-XXXXXX";
   assert_non_null(mkdtemp(dir));
   hlb_exec_stats s = {0};
-  run_with_models(1000, dir, 0, &s);
+  for (int tries = 0;; tries++) {
+    if (tries == JUDGED_RUN_TRIES) fail_msg("no run judged in %d tries", JUDGED_RUN_TRIES);
+    run_with_models(1000, dir, 0, &s);
+    if (cpu_judged(&s)) break;
+    remove_dir(dir); /* the next try starts with nothing stored */
+    assert_int_equal(mkdir(dir, 0700), 0);
+  }
   unsigned cus = s.pu[1].cores;
   if (cus == 0 || s.pu[0].cores + cus < 2) { /* a GPU, or one core: nothing to give */
     hlb_exec_stats_clear(&s);
+    remove_dir(dir);
     return;
   }
   assert_int_equal(s.per_pu[1].released, 0);
-  assert_non_null(strstr(s.per_pu[1].release_reason, "later runs give it its cores"));
+  assert_takes_cores(&s);
   unsigned cpu_cores = s.pu[0].cores;
   hlb_exec_stats_clear(&s);
 
@@ -628,14 +660,20 @@ static void test_decision_acts_in_the_next_pass(void **st) {
   (void)st;
   for (int same_pus = 0; same_pus <= 1; same_pus++) {
     hlb_exec_options o;
-    hlb_executor *ex = heavy_executor("cpu,opencl:0", 1000, "chunk=1", HLB_MODELS_OFF, NULL, &o);
+    hlb_executor *ex = NULL;
     hlb_codelet cl = heavy_codelet("heavy-affine");
     hlb_exec_stats s = {0};
-    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
-    check();
+    for (int tries = 0;; tries++) {
+      if (tries == JUDGED_RUN_TRIES) fail_msg("no run judged in %d tries", JUDGED_RUN_TRIES);
+      ex = heavy_executor("cpu,opencl:0", 1000, "chunk=1", HLB_MODELS_OFF, NULL, &o);
+      if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+      check();
+      if (cpu_judged(&s)) break;
+      hlb_executor_destroy(ex); /* its next run would act on what this one left */
+    }
     unsigned cus = s.pu[1].cores, cpu_cores = s.pu[0].cores;
     int applies = cus > 0 && cpu_cores > 0; /* a GPU, or one core: nothing to give */
-    if (applies) assert_non_null(strstr(s.per_pu[1].release_reason, "later runs give it"));
+    if (applies) assert_takes_cores(&s);
     hlb_exec_stats_clear(&s);
     o.same_pus = same_pus;
     if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
