@@ -228,6 +228,15 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * a margin over the spread of two runs' rates on the same cores, so a device only as fast
  * does not flip the configuration from run to run. */
 #define HLB_EXEC_TAKE_CORES_FACTOR 1.05
+/* A device whose run alone on every core was not HLB_EXEC_TAKE_CORES_FACTOR times faster than
+ * the cpu PU's, and that gave the cores back, takes them again only when the stored runs alone
+ * show it this many times faster: the two figures move between processes as samples are added
+ * (k-means: PoCL alone 9.34e7 items/s against the cpu PU's 9.3e7, handed back; the next process
+ * read the stored runs the other way and tried PoCL again, 0.153 s against 0.083; the cpu
+ * PU's rate alone that k-means' first runs compared with read 5.2e7-7.4e7 items/s in 6 fresh
+ * directories, 2026-11-29). A device faster by more (PoCL's spmv, 1.15-1.3x the cpu PU) is
+ * given the cores again; one within 10 % stays where the last decision left it. */
+#define HLB_EXEC_RETAKE_FACTOR 1.1
 /* A device computing on the host's cores that a run released (it did fewer items per second
  * than the cores it held would in the cpu PU) is run alone on every core once, in the next run
  * whose samples are kept (the stored runs alone then decide, as for HLB_EXEC_TAKE_CORES_FACTOR):

@@ -192,6 +192,8 @@ static void note_kept(run_ctx *r, unsigned dev, int cpu, double dev_rate, double
 
 /* Ends a release's reason when its figures were the device's per-block costs (kernel_unread). */
 #define KERNEL_UNREAD_NOTE "; " HLB__KERNEL_UNREAD_MARK
+/* What hand_back_tried's release says, which a later run reads back (retake_factor). */
+#define HANDED_BACK_MARK "its run alone was not faster"
 
 /* Release device PU `dev` (see should_release): its cores go to the cpu PU from its next block
  * on; the device is retired now, or, with a block in flight, when that block ends (the block
@@ -630,7 +632,7 @@ static int release_weak_locked(driver *d) {
 }
 
 /* 1 when the stored samples of this host say that device i alone on `cores` cores (a run of
- * it alone) did HLB_EXEC_TAKE_CORES_FACTOR times the items per second of the cpu PU alone on as
+ * it alone) did `factor` times the items per second of the cpu PU alone on as
  * many (a run whose device was released, or of the cpu PU alone), with the two figures in `why`
  * (written whenever both are known, for a release too: hand_back_tried). Whole runs
  * against whole runs: on this machine PoCL narrowed to one compute unit did 0.4-0.7x the cpu
@@ -638,14 +640,14 @@ static int release_weak_locked(driver *d) {
  * mandelbrot), which no comparison within a mixed run can see. A device released before
  * (its stored release) is compared too: the release said it was slower on one core. */
 static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
-                               unsigned cores, char *why, size_t cap) {
+                               unsigned cores, double factor, char *why, size_t cap) {
   double dev_rate = hlb__exec_models_rate_on(r->ex, m, dev, cores);
   int bound = 0;
   double cpu_rate = cpu_rate_alone(r, m, cpu, cores, &bound);
   if (!(dev_rate > 0 && cpu_rate > 0)) return 0;
   snprintf(why, cap, "alone on %u cores %.3g against %s%.3g items/s", cores, dev_rate,
            bound ? "at most " : "", cpu_rate);
-  return dev_rate >= HLB_EXEC_TAKE_CORES_FACTOR * cpu_rate;
+  return dev_rate >= factor * cpu_rate;
 }
 
 /* The device's items per second over those of the cores it held, from a release's reason
@@ -700,6 +702,7 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
        * released, it runs nothing). */
       if (hlb__session_reopen(ex, i, ex->on_trial[i]) != 0) hlb_clear_error();
       ex->on_trial[i] = 0;
+      ex->release_unstored[i] = 1;
     }
   if (!ex->released[cpu]) return;
   for (unsigned i = 0; i < ex->n; i++) {
@@ -709,7 +712,7 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
     char alone[200] = "";
     ex->on_trial[i] = 0;
     /* Reasons may be cut to their 160 bytes (the figures come first). */
-    if (whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone)) {
+    if (whole_device_faster(r, m, cpu, i, cores, HLB_EXEC_TAKE_CORES_FACTOR, alone, sizeof alone)) {
       if (snprintf(ex->release_reason[cpu], sizeof ex->release_reason[cpu],
                    "released before the run: %s holds its cores (%u), faster: %s", ex->pu[i].name,
                    cores, alone) < 0)
@@ -721,9 +724,9 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
       if (ex->dev[i]) return; /* still open on every core: it keeps them */
     }
     ex->released[i] = 1;
+    ex->release_unstored[i] = 1;
     if (alone[0] ? snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
-                            "released: its run alone was not faster, %s in %s", alone,
-                            ex->pu[cpu].name) < 0
+                            "released: " HANDED_BACK_MARK ", %s in %s", alone, ex->pu[cpu].name) < 0
                  : snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
                             "released: its run alone could not be compared with %s's",
                             ex->pu[cpu].name) < 0)
@@ -734,6 +737,15 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
     ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
     return;
   }
+}
+
+/* What a device's stored runs alone must show over the cpu PU's to be given its cores:
+ * HLB_EXEC_RETAKE_FACTOR for one released after its own run alone on them (hand_back_tried,
+ * stored), HLB_EXEC_TAKE_CORES_FACTOR otherwise. */
+static double retake_factor(const hlb_executor *ex, unsigned dev) {
+  return ex->released[dev] && strstr(ex->release_reason[dev], HANDED_BACK_MARK)
+             ? HLB_EXEC_RETAKE_FACTOR
+             : HLB_EXEC_TAKE_CORES_FACTOR;
 }
 
 /* The other way round: a device that an earlier run found faster per core than the cpu PU
@@ -765,7 +777,7 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
     int explore = why != NULL, recheck = 0;
     /* Faster on the stored runs alone: checked again after this run by hand_back_tried (the
      * device's rate alone may rest on the few small blocks of a trial cut short). */
-    if (!why && whole_device_faster(r, m, cpu, i, cores, alone, sizeof alone))
+    if (!why && whole_device_faster(r, m, cpu, i, cores, retake_factor(ex, i), alone, sizeof alone))
       why = alone, recheck = 1;
     else if (!why && ex->released[i])
       why = (explore = explore_device(r, m, cpu, i, cores, alone, sizeof alone)) ? alone : NULL;

@@ -59,6 +59,13 @@ struct hlb_executor {
    * leaves it set on the released device, still open on every core, until the next run opens
    * it again on these. */
   unsigned *on_trial;
+  /* A device that hand_back_tried released before a run (its trial alone lost, or was cut
+   * short) and opened again on the cores it had: 1 until that run stores its release with the
+   * models (models.c, store_hand_backs). It takes no part in the run, so the run's own samples
+   * would not carry it, and a new process found no release stored under the key of its cores,
+   * opened it beside the cpu PU and released it again (k-means' second runs: 0.108 s against
+   * 0.078, one of 8 fresh directories, 2026-11-29). */
+  int *release_unstored;
   hlb__exec_memo *memo; /* per codelet: the samples of this executor's runs */
   unsigned n_memo;
   /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging

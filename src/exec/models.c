@@ -294,6 +294,23 @@ static int collect(hlb_executor *ex, const hlb__exec_models *m, const hlb_balanc
   return 0;
 }
 
+/* The releases hand_back_tried made before this run (hlb_executor.release_unstored), into
+ * `fresh` under the keys of the cores the devices hold again: they took no part in the run. */
+static int store_hand_backs(hlb_executor *ex, hlb__model_set *fresh) {
+  for (unsigned i = 0; i < ex->n; i++) {
+    int unstored = ex->release_unstored[i];
+    ex->release_unstored[i] = 0;
+    if (!unstored || !ex->released[i]) continue; /* given the cores again before the run */
+    char key[320];
+    hlb__exec_pu_key(ex, i, key, sizeof key);
+    int rc = hlb__model_append(fresh, key, NULL, 0);
+    if (rc) return rc;
+    hlb__stored_pu *p = (hlb__stored_pu *)hlb__model_find(fresh, key);
+    copy_text(p->released, sizeof p->released, ex->release_reason[i]);
+  }
+  return 0;
+}
+
 /* The executor's memory of this codelet: what it started from plus this run's samples. */
 static int remember(hlb_executor *ex, const hlb__exec_models *m, const hlb__model_set *fresh) {
   hlb__exec_memo *e = memo_find(ex, m->key);
@@ -343,6 +360,7 @@ void hlb__exec_models_end(hlb_executor *ex, const hlb_codelet *cl, hlb__exec_mod
   int *forgot = calloc(nb ? nb : 1, sizeof *forgot);
   int rc = forgot ? collect(ex, m, b, bidx, nb, &fresh, forgot)
                   : hlb__error(HLB_ENOMEM, "models: out of memory");
+  if (!rc) rc = store_hand_backs(ex, &fresh);
   if (!rc) rc = learn_item_cost(b, n_items, &fresh);
   if (!rc) rc = remember(ex, m, &fresh);
   if (!rc && (m->mode & HLB_MODELS_WRITE)) rc = hlb__model_write(m->dir, m->key, cl->name, &fresh);

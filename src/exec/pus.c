@@ -162,14 +162,15 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
     ex->cores_changed_s = calloc(n, sizeof *ex->cores_changed_s);
     ex->takes_cores = calloc(n, sizeof *ex->takes_cores);
     ex->on_trial = calloc(n, sizeof *ex->on_trial);
+    ex->release_unstored = calloc(n, sizeof *ex->release_unstored);
     ex->kept = calloc(n, sizeof *ex->kept);
     ex->n_kept = calloc(n, sizeof *ex->n_kept);
     ex->stage = calloc(n, sizeof *ex->stage);
     ex->thread = calloc(n, sizeof *ex->thread);
   }
   if (!ex || !ex->pu || !ex->ops || !ex->dev || !ex->rate || !ex->released || !ex->release_reason ||
-      !ex->cores_given || !ex->cores_changed_s || !ex->takes_cores || !ex->on_trial || !ex->kept ||
-      !ex->n_kept || !ex->stage || !ex->thread) {
+      !ex->cores_given || !ex->cores_changed_s || !ex->takes_cores || !ex->on_trial ||
+      !ex->release_unstored || !ex->kept || !ex->n_kept || !ex->stage || !ex->thread) {
     hlb_executor_destroy(ex);
     return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory for %u PUs", n);
   }
@@ -214,6 +215,7 @@ void hlb_executor_destroy(hlb_executor *ex) {
   free(ex->cores_changed_s);
   free(ex->takes_cores);
   free(ex->on_trial);
+  free(ex->release_unstored);
   hlb__exec_memo_free(ex);
   free(ex);
 }

@@ -935,12 +935,27 @@ static void test_trial_decided_within_one_executor(void **st) {
   hlb_exec_stats_clear(&s);
 }
 
+/* The release stored in `dir` for the heavy codelet on PU p (on its cores) into why; "" when
+ * none is. */
+static void stored_release(const char *dir, const hlb_exec_pu *p, char *why, size_t cap) {
+  hlb_codelet cl = heavy_codelet("heavy-affine");
+  char codelet_key[256], key[320];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  hlb__model_pu_key(p, p->cores, key, sizeof key);
+  hlb__model_set set = {0};
+  assert_int_equal(hlb__model_read(dir, codelet_key, &set), 0);
+  const hlb__stored_pu *stored = hlb__model_find(&set, key);
+  snprintf(why, cap, "%s", stored ? stored->released : "");
+  hlb__model_set_free(&set);
+}
+
 /* A takeover a mixed run judged kernel against kernel is a try, not a decision: the comparison
  * per core does not carry over to the device whole on every core (k-means' PoCL read faster per
  * core beside the cpu PU in some first runs and took 2.5x the cpu PU's time alone, in every
  * later run). The run after it gives the device the cores and the cpu PU's stored blocks (10^6
- * items/s a core, far above the device alone) undo it in the next run of the same executor; a
- * new process, with the device's run alone stored, keeps the cpu PU. Every item once. */
+ * items/s a core, far above the device alone) undo it in the next run of the same executor,
+ * which stores that release; a new process with only the device's run alone stored keeps the
+ * cpu PU. Every item once. */
 static void test_stored_takeover_is_tried(void **st) {
   (void)st;
   hlb_exec_pu host, narrowed;
@@ -968,6 +983,14 @@ static void test_stored_takeover_is_tried(void **st) {
   hlb_exec_stats_clear(&s);
   hlb_executor_destroy(ex);
 
+  /* The hand-back is stored as a release under the key of the device's own cores (it took no
+   * part in the run that made it): a new process finding no release there opened the device
+   * beside the cpu PU and released it again. */
+  char why[sizeof(((hlb__stored_pu *)0)->released)];
+  stored_release(dir, &narrowed, why, sizeof why);
+  if (!strstr(why, "its run alone was not faster"))
+    fail_msg("stored for %s on %u cores: \"%s\"", narrowed.name, narrowed.cores, why);
+
   /* A new process: the stored takeover stands against the stored run alone, which decides. */
   char fresh[] = "/tmp/hlb-takeover-XXXXXX";
   assert_non_null(mkdtemp(fresh));
@@ -981,6 +1004,63 @@ static void test_stored_takeover_is_tried(void **st) {
   hlb_exec_stats_clear(&s);
   remove_dir(fresh);
   remove_dir(dir);
+}
+
+/* Stored as the runs of each PU alone on every core would leave them (the device doing
+ * dev_rate items per second, the cpu PU, throttled 10x, cpu_rate), with `release` stored for
+ * the device narrowed beside the cpu PU (a run that released it). */
+static void store_runs_alone(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
+                             double dev_rate, double cpu_rate, const char *release) {
+  hlb_codelet cl = heavy_codelet("heavy-affine");
+  unsigned all = narrowed->cores + cpu->cores;
+  char codelet_key[256], narrowed_key[320], dev_key[320], cpu_key[320];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  hlb__model_pu_key(narrowed, narrowed->cores, narrowed_key, sizeof narrowed_key);
+  hlb__model_pu_key(narrowed, all, dev_key, sizeof dev_key);
+  hlb__model_pu_key(cpu, all, cpu_key, sizeof cpu_key);
+  hlb__model_set set = {0};
+  hlb_sample dev = {.block = {.count = 100}, .compute_s = 100 / dev_rate};
+  hlb_sample host = {.block = {.count = 100}, .compute_s = 100 / cpu_rate};
+  assert_int_equal(hlb__model_append(&set, dev_key, &dev, 1), 0);
+  assert_int_equal(hlb__model_append(&set, cpu_key, &host, 1), 0);
+  assert_int_equal(hlb__model_append(&set, narrowed_key, NULL, 0), 0);
+  hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, narrowed_key);
+  snprintf(d->released, sizeof d->released, "%s", release);
+  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
+  hlb__model_set_free(&set);
+}
+
+/* A new process over stored runs alone of the device at `ratio` times the cpu PU's rate and a
+ * stored `release`: 1 when the device took the cpu PU's cores before the run. Every item once. */
+static int takes_cores_over(const hlb_exec_pu *host, const hlb_exec_pu *narrowed, double ratio,
+                            const char *release) {
+  char dir[] = "/tmp/hlb-retake-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  store_runs_alone(dir, narrowed, host, 1e6 * ratio, 1e6, release);
+  hlb_exec_stats s = {0};
+  run_spec_with_models("cpu,opencl:0", 10, dir, 0, ALONE_CHUNKS, &s);
+  int took = s.per_pu[0].released && strstr(s.per_pu[0].release_reason, "faster: alone on");
+  assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+  assert_int_equal(took ? s.per_pu[1].items : s.per_pu[0].items, N);
+  hlb_exec_stats_clear(&s);
+  remove_dir(dir);
+  return took;
+}
+
+/* A device that gave the cores back after its run alone (hand_back_tried) takes them again only
+ * when the stored runs alone show it HLB_EXEC_RETAKE_FACTOR times faster than the cpu PU: at
+ * 1.07x it stays released, where a device released beside the cpu PU takes them (1.07 >=
+ * HLB_EXEC_TAKE_CORES_FACTOR); at 1.2x it takes them. */
+static void test_handed_back_device_needs_a_margin(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  const char *handed_back = "released: its run alone was not faster, alone on 2 cores 1e6 "
+                            "against 1e6 items/s in cpu";
+  const char *mixed = "released: 0.5 items/s against 1 items/s for the 1 core it held in cpu";
+  assert_false(takes_cores_over(&host, &narrowed, 1.07, handed_back));
+  assert_true(takes_cores_over(&host, &narrowed, 1.07, mixed));
+  assert_true(takes_cores_over(&host, &narrowed, 1.2, handed_back));
 }
 
 /* An executor of the cpu PU and opencl:0 throttled 100x (`--throttle opencl:0=100`), released
@@ -1189,6 +1269,7 @@ int main(void) {
       cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_stored_takeover_is_tried),
+      cmocka_unit_test(test_handed_back_device_needs_a_margin),
       cmocka_unit_test(test_trial_of_a_slow_device_is_cut),
       cmocka_unit_test(test_trial_device_failing_is_cut),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
