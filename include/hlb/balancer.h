@@ -165,6 +165,13 @@ HLB_EXTERN int hlb_balancer_resize(hlb_balancer *b, unsigned pu, double speedup)
  * goes to whoever asks, as with a max_block given at creation. HLB_EINVAL for a bad PU. */
 HLB_EXTERN int hlb_balancer_cap(hlb_balancer *b, unsigned pu, size_t max_block);
 
+/* From its next grant on, PU `pu` gets blocks of at least `min_block` items (0: one granule),
+ * rounded up to the granularity, except the pool's tail; a max_block below it is raised to it.
+ * The executor makes a device it is trying alone grow its blocks (exec.c, "A trial cut short"):
+ * a policy that reads its first blocks, launches more than items, as a curve where small blocks
+ * win would hold it to them. HLB_EINVAL for a bad PU. */
+HLB_EXTERN int hlb_balancer_floor(hlb_balancer *b, unsigned pu, size_t min_block);
+
 /* Items never granted or granted and returned by a failure. */
 HLB_EXTERN size_t hlb_balancer_remaining(const hlb_balancer *b);
 /* 1 when every item is processed. */

@@ -235,7 +235,9 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * read the stored runs the other way and tried PoCL again, 0.153 s against 0.083; the cpu
  * PU's rate alone that k-means' first runs compared with read 5.2e7-7.4e7 items/s in 6 fresh
  * directories, 2026-11-29). A device faster by more (PoCL's spmv, 1.15-1.3x the cpu PU) is
- * given the cores again; one within 10 % stays where the last decision left it. */
+ * given the cores again; one within 10 % stays where the last decision left it. Not after a
+ * hand-back against a bound of the cpu PU's rate ("at most": no run of it alone on every core
+ * yet): nothing measured was compared, and HLB_EXEC_TAKE_CORES_FACTOR decides. */
 #define HLB_EXEC_RETAKE_FACTOR 1.1
 /* A device computing on the host's cores that a run released (it did fewer items per second
  * than the cores it held would in the cpu PU) is run alone on every core once, in the next run
@@ -256,6 +258,13 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * and matmul (0.02x) are cut, its spmv and mandelbrot (1.0-1.2x) run on. */
 #define HLB_EXEC_TRIAL_CUT_FACTOR 2.0
 #define HLB_EXEC_TRIAL_GROW 4u
+/* And at least this many times: a policy beside the parked cpu PU may plan the device in blocks
+ * that never grow. PoCL's spmv trials (3 of 5 in 12 fresh directories, 2026-11-29) stayed at 1 or 8
+ * rows a block for their 10 ms, launches all (0.04-0.14 ms each, 7e3 rows/s against the cpu
+ * PU's 2e7), and were cut, though PoCL alone beats the cpu PU there (1.15-1.3x): the `hlb`
+ * policy read the launches' noise (5 rows in 0.04 ms, 8 in 0.14) as a curve where small
+ * blocks win (best_block) and held the device to them. */
+#define HLB_EXEC_TRIAL_MIN_GROW 2u
 /* A device whose release read at least this fraction of a core (kernel against kernel), and one
  * a mixed run found faster per core (a stored takeover), is tried for a whole run as before,
  * the cpu PU left out: it is likely to be worth it, and with the cpu PU parked in the balancer

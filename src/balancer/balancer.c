@@ -507,6 +507,16 @@ int hlb_balancer_cap(hlb_balancer *b, unsigned pu, size_t max_block) {
   return 0;
 }
 
+int hlb_balancer_floor(hlb_balancer *b, unsigned pu, size_t min_block) {
+  int rc = check_pu_index(b, pu, "hlb_balancer_floor");
+  if (rc) return rc;
+  hlb_pu_desc *d = &b->pus[pu];
+  size_t g = b->granularity;
+  d->min_block = min_block > g ? (min_block + g - 1) / g * g : g; /* as at creation */
+  if (d->max_block && d->max_block < d->min_block) d->max_block = d->min_block;
+  return 0;
+}
+
 int hlb_balancer_resize(hlb_balancer *b, unsigned pu, double speedup) {
   int rc = check_pu_index(b, pu, "hlb_balancer_resize");
   if (rc) return rc;

@@ -192,8 +192,10 @@ static void note_kept(run_ctx *r, unsigned dev, int cpu, double dev_rate, double
 
 /* Ends a release's reason when its figures were the device's per-block costs (kernel_unread). */
 #define KERNEL_UNREAD_NOTE "; " HLB__KERNEL_UNREAD_MARK
-/* What hand_back_tried's release says, which a later run reads back (retake_factor). */
+/* What hand_back_tried's release says, which a later run reads back (retake_factor), and what
+ * whole_device_faster writes when the cpu PU's figure is a bound. */
 #define HANDED_BACK_MARK "its run alone was not faster"
+#define AGAINST_A_BOUND "against at most "
 
 /* Release device PU `dev` (see should_release): its cores go to the cpu PU from its next block
  * on; the device is retired now, or, with a block in flight, when that block ends (the block
@@ -546,6 +548,7 @@ static void keep_trial_locked(run_ctx *r) {
   r->parking = 0;
   int rc = hlb_balancer_retire(r->b, r->parked_bpu);
   if (rc == 0) rc = hlb_balancer_cap(r->b, r->trial_bpu, 0);
+  if (rc == 0) rc = hlb_balancer_floor(r->b, r->trial_bpu, r->opt.min_block);
   if (rc) set_error_locked(r, rc);
   pthread_cond_broadcast(&r->cv);
 }
@@ -597,6 +600,7 @@ static int judge_trial_locked(run_ctx *r, const char *forced_by) {
   for (size_t k = 0; k < n; k++)
     if (r->recent[r->trial_dev][k].count > largest) largest = r->recent[r->trial_dev][k].count;
   int rc = hlb_balancer_cap(r->b, r->trial_bpu, HLB_EXEC_TRIAL_GROW * largest);
+  if (rc == 0) rc = hlb_balancer_floor(r->b, r->trial_bpu, HLB_EXEC_TRIAL_MIN_GROW * largest);
   if (rc) set_error_locked(r, rc);
   return 0;
 }
@@ -645,8 +649,8 @@ static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int 
   int bound = 0;
   double cpu_rate = cpu_rate_alone(r, m, cpu, cores, &bound);
   if (!(dev_rate > 0 && cpu_rate > 0)) return 0;
-  snprintf(why, cap, "alone on %u cores %.3g against %s%.3g items/s", cores, dev_rate,
-           bound ? "at most " : "", cpu_rate);
+  snprintf(why, cap, "alone on %u cores %.3g %s%.3g items/s", cores, dev_rate,
+           bound ? AGAINST_A_BOUND : "against ", cpu_rate);
   return dev_rate >= factor * cpu_rate;
 }
 
@@ -740,10 +744,14 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
 }
 
 /* What a device's stored runs alone must show over the cpu PU's to be given its cores:
- * HLB_EXEC_RETAKE_FACTOR for one released after its own run alone on them (hand_back_tried,
- * stored), HLB_EXEC_TAKE_CORES_FACTOR otherwise. */
+ * HLB_EXEC_RETAKE_FACTOR for one released after its own run alone on them lost against the cpu
+ * PU's measured rate (hand_back_tried, stored), HLB_EXEC_TAKE_CORES_FACTOR otherwise. A
+ * hand-back against the cpu PU's rate on its own cores scaled to all of them ("at most": no run
+ * of it alone on them yet) compared nothing measured: PoCL's spmv was handed back against "at
+ * most 6.54e+08" rows/s, 20x what the cpu PU does, and the next run's measured rate decides. */
 static double retake_factor(const hlb_executor *ex, unsigned dev) {
-  return ex->released[dev] && strstr(ex->release_reason[dev], HANDED_BACK_MARK)
+  const char *why = ex->release_reason[dev];
+  return ex->released[dev] && strstr(why, HANDED_BACK_MARK) && !strstr(why, AGAINST_A_BOUND)
              ? HLB_EXEC_RETAKE_FACTOR
              : HLB_EXEC_TAKE_CORES_FACTOR;
 }

@@ -296,6 +296,57 @@ static void first_block_caps_the_first_grant(void **state) {
   hlb_balancer_destroy(b);
 }
 
+/* hlb_balancer_floor: a PU's grants are at least the floor set mid-run (rounded up to the
+ * granularity) though the policy asks for less, a cap below it is raised to it, the floor back
+ * at 0 gives the policy's blocks again; the pool's tail may be smaller; every item once. */
+static void a_floor_bounds_later_grants(void **state) {
+  (void)state;
+  hlb_pu_desc d[1] = {{.name = "dev"}};
+  hlb_balancer_config c = config(200, 1, "greedy", "chunk=10");
+  c.pus = d;
+  c.granularity = 10;
+  hlb_balancer *b;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  hlb_block a;
+  size_t done = 0;
+  double t = 0;
+  assert_int_equal(hlb_balancer_next(b, 0, t, &a), HLB_GRANT);
+  assert_int_equal(a.count, 10); /* greedy's chunk */
+  hlb_sample s = sample(a, 1.0, 0.0, t += 1);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  done += a.count;
+  assert_int_equal(hlb_balancer_floor(b, 0, 35), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, t, &a), HLB_GRANT);
+  assert_int_equal(a.count, 40); /* 35 -> 40: a multiple of 10 */
+  s = sample(a, 1.0, 0.0, t += 1);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  done += a.count;
+  assert_int_equal(hlb_balancer_cap(b, 0, 60), 0);
+  assert_int_equal(hlb_balancer_floor(b, 0, 100), 0); /* above the cap: the cap is raised */
+  assert_int_equal(hlb_balancer_next(b, 0, t, &a), HLB_GRANT);
+  assert_int_equal(a.count, 100);
+  s = sample(a, 1.0, 0.0, t += 1);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  done += a.count;
+  assert_int_equal(hlb_balancer_next(b, 0, t, &a), HLB_GRANT);
+  assert_int_equal(a.count, 50); /* the pool's tail */
+  s = sample(a, 1.0, 0.0, t += 1);
+  assert_int_equal(hlb_balancer_done(b, 0, &s), 0);
+  done += a.count;
+  assert_int_equal(done, 200);
+  assert_int_equal(hlb_balancer_floor(b, 1, 10), HLB_EINVAL);
+  assert_non_null(strstr(hlb_last_error(), "hlb_balancer_floor"));
+  hlb_balancer_destroy(b);
+
+  /* The floor back at 0: greedy's chunks again. */
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_int_equal(hlb_balancer_floor(b, 0, 100), 0);
+  assert_int_equal(hlb_balancer_floor(b, 0, 0), 0);
+  assert_int_equal(hlb_balancer_next(b, 0, 0, &a), HLB_GRANT);
+  assert_int_equal(a.count, 10);
+  hlb_balancer_destroy(b);
+}
+
 /* hlb_balancer_cap: a PU's grants stay within the cap set mid-run (rounded down to the
  * granularity, raised to its min_block) until it is lifted; static's one block a PU is cut to
  * it and what the cap left is granted later; every item once. */
@@ -1017,6 +1068,7 @@ int main(void) {
       cmocka_unit_test(min_max_and_granularity),
       cmocka_unit_test(first_block_caps_the_first_grant),
       cmocka_unit_test(a_cap_bounds_later_grants),
+      cmocka_unit_test(a_floor_bounds_later_grants),
       cmocka_unit_test(decision_log),
       cmocka_unit_test(exactly_once_detects_double_and_missing),
       cmocka_unit_test(many_blocks_out_of_order),

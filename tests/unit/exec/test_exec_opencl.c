@@ -582,7 +582,8 @@ static void remove_dir(const char *dir) {
   assert_int_equal(system(cmd), 0);
 }
 
-/* Tries for a run in which the throttled cpu PU finished the blocks a takeover is judged on. */
+/* Tries for a run that finished the blocks its check needs, which a loaded machine can cut short
+ * (cpu_judged, test_trial_blocks_grow). */
 #define JUDGED_RUN_TRIES 5
 
 /* 1 when the cpu PU (PU 0) of a run finished HLB_EXEC_RELEASE_BLOCKS blocks, the fewest on
@@ -854,6 +855,41 @@ static void test_released_device_tried_alone(void **st) {
   remove_dir(slow);
 }
 
+/* A trial's blocks grow (HLB_EXEC_TRIAL_MIN_GROW) though the policy asks for one item at a
+ * time (greedy, chunk=1), as the `hlb` policy held PoCL's spmv trials to blocks of 1 or 8 rows:
+ * judged on launches, those trials were cut. Released at 0.1x a core and judged against the
+ * stored 10^6 items/s a core, the trial is still cut, after blocks that doubled. */
+static void test_trial_blocks_grow(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  char dir[] = "/tmp/hlb-grow-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  store_mixed_run(dir, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
+  hlb_exec_stats s = {0};
+  /* Three blocks or more: a first block slowed by a loaded machine (10 ms) cuts the trial on
+   * its own (HLB_EXEC_FIRST_BLOCK_MAX_S), and then nothing grew; the trial is not stored, so
+   * the next run tries again. */
+  for (int tries = 0;; tries++) {
+    if (tries == JUDGED_RUN_TRIES) fail_msg("no trial of 3 blocks in %d tries", JUDGED_RUN_TRIES);
+    run_spec_with_models("cpu,opencl:0", 10, dir, 0, "chunk=1", &s);
+    assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut"));
+    assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+    if (s.per_pu[1].blocks >= 3) break;
+    hlb_exec_stats_clear(&s);
+    remove_dir(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    store_mixed_run(dir, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
+  }
+  assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+  /* Doubling from one item: 2^k - 1 items in k blocks. One item a block would be as many. */
+  size_t blocks = s.per_pu[1].blocks, items = s.per_pu[1].items;
+  if (!(items >= ((size_t)1 << (blocks - 1))))
+    fail_msg("the trial's %zu blocks did %zu items: they did not grow", blocks, items);
+  hlb_exec_stats_clear(&s);
+  remove_dir(dir);
+}
+
 /* Runs of one executor (the passes of k-means or spmv) act on what the runs before decided, as
  * a new process acts on the stored files: a released device is tried alone on every core in
  * the first run. Released at 0.2x a core, its trial is judged as it goes: against the cpu PU's
@@ -1050,7 +1086,8 @@ static int takes_cores_over(const hlb_exec_pu *host, const hlb_exec_pu *narrowed
 /* A device that gave the cores back after its run alone (hand_back_tried) takes them again only
  * when the stored runs alone show it HLB_EXEC_RETAKE_FACTOR times faster than the cpu PU: at
  * 1.07x it stays released, where a device released beside the cpu PU takes them (1.07 >=
- * HLB_EXEC_TAKE_CORES_FACTOR); at 1.2x it takes them. */
+ * HLB_EXEC_TAKE_CORES_FACTOR), and so does one handed back against a bound of the cpu PU's
+ * rate (nothing measured was compared); at 1.2x it takes them. */
 static void test_handed_back_device_needs_a_margin(void **st) {
   (void)st;
   hlb_exec_pu host, narrowed;
@@ -1058,8 +1095,11 @@ static void test_handed_back_device_needs_a_margin(void **st) {
   const char *handed_back = "released: its run alone was not faster, alone on 2 cores 1e6 "
                             "against 1e6 items/s in cpu";
   const char *mixed = "released: 0.5 items/s against 1 items/s for the 1 core it held in cpu";
+  const char *against_a_bound = "released: its run alone was not faster, alone on 2 cores 1e6 "
+                                "against at most 2e6 items/s in cpu";
   assert_false(takes_cores_over(&host, &narrowed, 1.07, handed_back));
   assert_true(takes_cores_over(&host, &narrowed, 1.07, mixed));
+  assert_true(takes_cores_over(&host, &narrowed, 1.07, against_a_bound));
   assert_true(takes_cores_over(&host, &narrowed, 1.2, handed_back));
 }
 
@@ -1267,6 +1307,7 @@ int main(void) {
       cmocka_unit_test(test_decision_acts_in_the_next_pass),
       cmocka_unit_test(test_device_alone_faster_takes_cores),
       cmocka_unit_test(test_released_device_tried_alone),
+      cmocka_unit_test(test_trial_blocks_grow),
       cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_stored_takeover_is_tried),
       cmocka_unit_test(test_handed_back_device_needs_a_margin),
