@@ -47,6 +47,12 @@ static size_t copy_str(char **dst, const char *s) {
   return n;
 }
 
+/* A PU's smallest block: min_block rounded up to the granularity g, at least one granule (at
+ * creation and by hlb_balancer_floor). */
+static size_t min_block_of(size_t min_block, size_t g) {
+  return min_block > g ? (min_block + g - 1) / g * g : g;
+}
+
 /* Copy the PU table with defaults applied: speed 1 when unknown, min/max blocks rounded to
  * the granularity (min up, max down). Names and kinds are copied so the caller's strings
  * need not outlive create(). */
@@ -69,7 +75,7 @@ static int copy_pus(hlb_balancer *b, const hlb_balancer_config *c) {
     d->kind = w;
     copy_str(&w, c->pus[p].kind ? c->pus[p].kind : "");
     if (d->speed_hint == 0) d->speed_hint = 1.0;
-    d->min_block = d->min_block > g ? (d->min_block + g - 1) / g * g : g;
+    d->min_block = min_block_of(d->min_block, g);
     if (d->max_block) d->max_block = d->max_block / g * g;
     if (d->first_block) d->first_block = d->first_block > g ? d->first_block / g * g : g;
   }
@@ -511,8 +517,7 @@ int hlb_balancer_floor(hlb_balancer *b, unsigned pu, size_t min_block) {
   int rc = check_pu_index(b, pu, "hlb_balancer_floor");
   if (rc) return rc;
   hlb_pu_desc *d = &b->pus[pu];
-  size_t g = b->granularity;
-  d->min_block = min_block > g ? (min_block + g - 1) / g * g : g; /* as at creation */
+  d->min_block = min_block_of(min_block, b->granularity);
   if (d->max_block && d->max_block < d->min_block) d->max_block = d->min_block;
   return 0;
 }

@@ -582,6 +582,12 @@ static void remove_dir(const char *dir) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* `dir` emptied of what a run stored: the next try starts with nothing stored. */
+static void empty_dir(const char *dir) {
+  remove_dir(dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+}
+
 /* Tries for a run that finished the blocks its check needs, which a loaded machine can cut short
  * (cpu_judged, test_trial_blocks_grow). */
 #define JUDGED_RUN_TRIES 5
@@ -622,8 +628,7 @@ static void test_device_takes_cores(void **st) {
     if (tries == JUDGED_RUN_TRIES) fail_msg("no run judged in %d tries", JUDGED_RUN_TRIES);
     run_with_models(1000, dir, 0, &s);
     if (cpu_judged(&s)) break;
-    remove_dir(dir); /* the next try starts with nothing stored */
-    assert_int_equal(mkdir(dir, 0700), 0);
+    empty_dir(dir);
   }
   unsigned cus = s.pu[1].cores;
   if (cus == 0 || s.pu[0].cores + cus < 2) { /* a GPU, or one core: nothing to give */
@@ -877,8 +882,7 @@ static void test_trial_blocks_grow(void **st) {
     assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
     if (s.per_pu[1].blocks >= 3) break;
     hlb_exec_stats_clear(&s);
-    remove_dir(dir);
-    assert_int_equal(mkdir(dir, 0700), 0);
+    empty_dir(dir);
     store_mixed_run(dir, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
   }
   assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
