@@ -312,6 +312,12 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
 #define HLB_EXEC_MARGINAL_FACTOR 1.5
 #define HLB_EXEC_MARGINAL_JUDGE_S 0.04
 
+/* A device on the host's cores that a run too short to judge it in (its blocks kept it busy
+ * less than HLB_EXEC_CORE_DEVICE_JUDGE_S) shows doing fewer items per busy second than the
+ * cores it held did in the cpu PU, by more than this factor, is released for the runs after
+ * (exec.c, judge_short_run). */
+#define HLB_EXEC_SHORT_RUN_RELEASE_FACTOR 1.05
+
 /* Defaults: policy from the environment, granularity 1, HLB_EXEC_MAX_FAILURES, log kept,
  * no injection. */
 HLB_EXTERN void hlb_exec_options_default(hlb_exec_options *o);

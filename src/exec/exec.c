@@ -457,17 +457,23 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   return hlb__judge_release_on_ratio(ratio, d->busy_s);
 }
 
+/* Stored blocks of the cpu PU on every core that tell its rate there: its first block on cores
+ * a device gave back (hand_back_tried) runs right after the device had them, and on this 2-core
+ * VM k-means' such blocks of 10^5 points took 5.5-9.2 ms where the next took 0.6-0.7. (On its
+ * own cores every mixed run stores many.) */
+#define CPU_ALONE_MIN_BLOCKS 2
+
 /* The automatic cpu PU's items per second alone on `cores` cores, from the stored samples (the
- * slope of their line: hlb__exec_models_rate_on). Without a run of it alone on them all yet
+ * robust line through them: hlb__exec_models_rate_on). Without a run of it alone on them all yet
  * (after a device's exploration), its rate on its own cores scaled to all of them, at most what
  * it could do (*bound 1): a device faster than that is faster, one that is not waits for the
  * cpu PU's own run alone. 0 when nothing is stored. */
 static double cpu_rate_alone(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned cores,
                              int *bound) {
-  double rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, cores);
+  double rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, cores, CPU_ALONE_MIN_BLOCKS);
   unsigned own = r->ex->pu[cpu].cores;
   *bound = !(rate > 0) && own > 0 && own < cores;
-  if (*bound) rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, own) * cores / own;
+  if (*bound) rate = hlb__exec_models_rate_on(r->ex, m, (unsigned)cpu, own, 1) * cores / own;
   return rate;
 }
 
@@ -645,7 +651,7 @@ static int release_weak_locked(driver *d) {
  * (its stored release) is compared too: the release said it was slower on one core. */
 static int whole_device_faster(const run_ctx *r, const hlb__exec_models *m, int cpu, unsigned dev,
                                unsigned cores, double factor, char *why, size_t cap) {
-  double dev_rate = hlb__exec_models_rate_on(r->ex, m, dev, cores);
+  double dev_rate = hlb__exec_models_rate_on(r->ex, m, dev, cores, 1);
   int bound = 0;
   double cpu_rate = cpu_rate_alone(r, m, cpu, cores, &bound);
   if (!(dev_rate > 0 && cpu_rate > 0)) return 0;
@@ -676,7 +682,7 @@ static int explore_device(run_ctx *r, const hlb__exec_models *m, int cpu, unsign
   const hlb_executor *ex = r->ex;
   int kept = m->mode == HLB_MODELS_ON || m->from == HLB_MODELS_PREVIOUS_RUN;
   unsigned held = held_cores(ex, dev);
-  if (!kept || !held || hlb__exec_models_rate_on(ex, m, dev, cores) > 0) return 0;
+  if (!kept || !held || hlb__exec_models_rate_on(ex, m, dev, cores, 1) > 0) return 0;
   const char *reason = hlb__exec_models_released(ex, m, dev);
   double ratio = released_core_ratio(reason);
   int unread = reason && strstr(reason, HLB__KERNEL_UNREAD_MARK);
@@ -712,7 +718,7 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
   for (unsigned i = 0; i < ex->n; i++) {
     unsigned before = ex->on_trial[i], cores = ex->pu[i].cores;
     /* A trial that stored nothing (its run failed) is tried again. */
-    if (!before || (int)i == cpu || !(hlb__exec_models_rate_on(ex, m, i, cores) > 0)) continue;
+    if (!before || (int)i == cpu || !(hlb__exec_models_rate_on(ex, m, i, cores, 1) > 0)) continue;
     char alone[200] = "";
     ex->on_trial[i] = 0;
     /* Reasons may be cut to their 160 bytes (the figures come first). */
@@ -729,6 +735,7 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
     }
     ex->released[i] = 1;
     ex->release_unstored[i] = 1;
+    ex->handed_back[i] = 1;
     if (alone[0] ? snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
                             "released: " HANDED_BACK_MARK ", %s in %s", alone, ex->pu[cpu].name) < 0
                  : snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
@@ -767,7 +774,7 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
   int cpu = automatic_cpu_pu(ex);
   if (r->opt.keep_weak_devices || cpu < 0 || ex->released[cpu]) return;
   for (unsigned i = 0; i < ex->n; i++) {
-    if ((int)i == cpu || !computes_on_cores(ex, i)) continue;
+    if ((int)i == cpu || !computes_on_cores(ex, i) || ex->handed_back[i]) continue;
     /* Every core the two hold: a device released before the run gave its own to the cpu PU. */
     unsigned before = ex->pu[i].cores,
              cores = cpu_cores_now(r, cpu) + (ex->released[i] ? 0 : before);
@@ -780,7 +787,7 @@ static void give_cores_stored(run_ctx *r, const hlb__exec_models *m) {
      * decides (whole_device_faster), and before, the takeover is a try that hand_back_tried
      * undoes when the run alone is not faster. Taken as stored, it kept k-means on PoCL in
      * every later run: 0.25-0.46 s against 0.09 s. */
-    int alone_known = hlb__exec_models_rate_on(ex, m, i, cores) > 0;
+    int alone_known = hlb__exec_models_rate_on(ex, m, i, cores, 1) > 0;
     if (why && alone_known) why = NULL;
     int explore = why != NULL, recheck = 0;
     /* Faster on the stored runs alone: checked again after this run by hand_back_tried (the
@@ -852,6 +859,47 @@ static void judge_takeover(run_ctx *r) {
              "%sfaster per core than %s (%.2fx): later runs give it its cores",
              used ? "; " : "kept: ", ex->pu[cpu].name, per_core / core_rate);
     return;
+  }
+}
+
+/* ---- Runs too short to judge a device in ------------------------------------------------
+ * A device on the cores is judged in a run only once its blocks kept it busy
+ * HLB_EXEC_CORE_DEVICE_JUDGE_S (its launches must not decide: should_release). A run of a few
+ * milliseconds never gets there: a k-means pass over 10^5 points took 1.9 ms with PoCL beside
+ * the cpu PU, where the cpu PU alone on both cores took 0.7 ms, and nothing was stored, so
+ * every later run did the same (2-3x the cpu PU alone: docs/benchmarks.md, "Runs too short to
+ * judge a device in"). After such a run, a device that did fewer items per busy second than
+ * the cores it held did in the cpu PU, both with their per-block costs (in a run this short
+ * those are what using the device costs), by more than HLB_EXEC_SHORT_RUN_RELEASE_FACTOR, is
+ * released for the runs after it: the next run whose samples are kept tries it alone on every
+ * core once (explore_device), as after any release, and the runs alone decide from then on. */
+static void judge_short_run(run_ctx *r) {
+  hlb_executor *ex = r->ex;
+  int cpu = automatic_cpu_pu(ex);
+  if (!judges_devices(r) || ex->released[cpu] || r->trial_dev >= 0) return;
+  const hlb_exec_pu_stats *host = &r->st[cpu];
+  if (host->retired || host->blocks < HLB_EXEC_RELEASE_BLOCKS) return;
+  double core_rate = items_per_busy_s(host) / cpu_cores_now(r, cpu);
+  for (unsigned i = 0; i < ex->n; i++) {
+    const hlb_exec_pu_stats *d = &r->st[i];
+    unsigned held = held_cores(ex, i);
+    if ((int)i == cpu || !r->prepared[i] || ex->released[i] || ex->on_trial[i] || d->retired ||
+        !computes_on_cores(ex, i) || d->blocks < HLB_EXEC_RELEASE_BLOCKS ||
+        device_judged_enough(ex, i, d) || ex->takes_cores[i][0])
+      continue;
+    double dev_rate = items_per_busy_s(d);
+    if (!(core_rate > 0) || !(dev_rate * HLB_EXEC_SHORT_RUN_RELEASE_FACTOR < core_rate * held))
+      continue;
+    /* released_core_ratio reads the figures back; the rest may be cut to the reason's size. */
+    if (snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
+                 "released: %.3g items/s against %.3g items/s for the %u core%s it held in %s; "
+                 "after a run too short to judge it in (busy %.2g ms)",
+                 dev_rate, core_rate * held, held, held > 1 ? "s" : "", ex->pu[cpu].name,
+                 d->busy_s * 1e3) < 0)
+      ex->release_reason[i][0] = '\0';
+    ex->released[i] = 1;
+    ex->cores_given[cpu] += held;
+    ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
   }
 }
 
@@ -1303,6 +1351,7 @@ int hlb_executor_run(hlb_executor *ex, const hlb_codelet *cl, size_t n_items,
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     judge_takeover(r);
+    judge_short_run(r);
     int fill_rc = stats ? fill_stats(r, bidx, nb, n_items, stats) : 0;
     int filled = stats && fill_rc == 0;
     /* Before finish(): a failure to store the models must not replace the run's own error. */

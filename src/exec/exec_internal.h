@@ -66,6 +66,14 @@ struct hlb_executor {
    * opened it beside the cpu PU and released it again (k-means' second runs: 0.108 s against
    * 0.078, one of 8 fresh directories, 2026-11-29). */
   int *release_unstored;
+  /* A device whose run alone hand_back_tried found slower than the cpu PU's, and gave the cores
+   * back from (1): this executor does not give them to it again (give_cores_stored); a new
+   * process decides on the stored runs alone. The cpu PU's first blocks on the cores the
+   * device gave back run right after it had them, and on this 2-core VM k-means' such blocks of
+   * 10^5 points took 7.7-9.0 ms, not 0.65: read alone, they gave PoCL (1.35 ms for as many)
+   * the cores again in the next pass and in every pass after (2026-11-29). (A trial cut short
+   * is not one: the cpu PU's blocks on every core after the cut are its run alone there.) */
+  int *handed_back;
   hlb__exec_memo *memo; /* per codelet: the samples of this executor's runs */
   unsigned n_memo;
   /* The session's prepared codelets: per PU, n_kept[i] entries in kept[i]; and its staging

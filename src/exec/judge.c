@@ -185,7 +185,7 @@ static double median_of(double *v, size_t n) {
  * where the cpu PU and PoCL each fill a core) read PoCL 4.2x slower per core than a core, though
  * its other 35 blocks said 0.6-1.0x: it was released in 8 of 10 first runs. The median ignores
  * up to 29 % of such points. */
-static double robust_slope(const double *x, const double *y, size_t n, int *line) {
+double hlb__judge_robust_slope(const double *x, const double *y, size_t n, int *line) {
   double pair[HLB__JUDGE_ROBUST_POINTS * (HLB__JUDGE_ROBUST_POINTS - 1) / 2];
   double rest[HLB__JUDGE_ROBUST_POINTS];
   if (n > HLB__JUDGE_ROBUST_POINTS) {
@@ -224,7 +224,7 @@ double hlb__judge_core_ratio(const hlb_decision *log, size_t n_log, unsigned cpu
     if (c > 0) x[m] = c, y[m++] = t * held;
   }
   int line = 0;
-  double ratio = m < 2 ? NAN : robust_slope(x, y, m, &line);
+  double ratio = m < 2 ? NAN : hlb__judge_robust_slope(x, y, m, &line);
   if (kernel_read) *kernel_read = line;
   return ratio;
 }
@@ -259,7 +259,7 @@ double hlb__judge_trial_rate(const hlb_decision *log, size_t n_log, unsigned dev
   }
   if (m == 0) return 0;
   int line = 0;
-  double per_item = m < 2 ? 0 : robust_slope(x, y, m, &line);
+  double per_item = m < 2 ? 0 : hlb__judge_robust_slope(x, y, m, &line);
   double overall = items / seconds, kernel = line && per_item > 0 ? 1.0 / per_item : 0;
   return kernel > overall ? kernel : overall;
 }

@@ -55,6 +55,11 @@ double hlb__judge_cpu_rate_near(const hlb_decision *log, size_t n_log, unsigned 
 /* Device blocks the core ratio is read from, the newest: a median over their pairs of at most
  * 496 slopes, a few microseconds under the executor's lock after each device block. */
 #define HLB__JUDGE_ROBUST_POINTS 32
+/* Seconds per item of the Theil-Sen line through the newest HLB__JUDGE_ROBUST_POINTS of the n
+ * points (items, seconds), *line 1; or, when that line does not hold (no two points apart by
+ * more than 10 %, a slope or intercept below 0), the median of seconds over items, *line 0
+ * (judge.c says why). */
+double hlb__judge_robust_slope(const double *x, const double *y, size_t n, int *line);
 
 /* Core-seconds device dev_b (holding `held` cores) spends per core-second the cpu PU spends on
  * the same items: the slope of the Theil-Sen line (medians, so that a block delayed by a lost

@@ -163,6 +163,7 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
     ex->takes_cores = calloc(n, sizeof *ex->takes_cores);
     ex->on_trial = calloc(n, sizeof *ex->on_trial);
     ex->release_unstored = calloc(n, sizeof *ex->release_unstored);
+    ex->handed_back = calloc(n, sizeof *ex->handed_back);
     ex->kept = calloc(n, sizeof *ex->kept);
     ex->n_kept = calloc(n, sizeof *ex->n_kept);
     ex->stage = calloc(n, sizeof *ex->stage);
@@ -170,7 +171,8 @@ int hlb_executor_create(const hlb_exec_pu *pus, unsigned n, hlb_executor **out) 
   }
   if (!ex || !ex->pu || !ex->ops || !ex->dev || !ex->rate || !ex->released || !ex->release_reason ||
       !ex->cores_given || !ex->cores_changed_s || !ex->takes_cores || !ex->on_trial ||
-      !ex->release_unstored || !ex->kept || !ex->n_kept || !ex->stage || !ex->thread) {
+      !ex->release_unstored || !ex->handed_back || !ex->kept || !ex->n_kept || !ex->stage ||
+      !ex->thread) {
     hlb_executor_destroy(ex);
     return hlb__error(HLB_ENOMEM, "hlb_executor_create: out of memory for %u PUs", n);
   }
@@ -216,6 +218,7 @@ void hlb_executor_destroy(hlb_executor *ex) {
   free(ex->takes_cores);
   free(ex->on_trial);
   free(ex->release_unstored);
+  free(ex->handed_back);
   hlb__exec_memo_free(ex);
   free(ex);
 }

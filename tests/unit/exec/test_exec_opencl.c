@@ -1047,10 +1047,12 @@ static void test_stored_takeover_is_tried(void **st) {
 }
 
 /* Stored as the runs of each PU alone on every core would leave them (the device doing
- * dev_rate items per second, the cpu PU, throttled 10x, cpu_rate), with `release` stored for
- * the device narrowed beside the cpu PU (a run that released it). */
-static void store_runs_alone(const char *dir, const hlb_exec_pu *narrowed, const hlb_exec_pu *cpu,
-                             double dev_rate, double cpu_rate, const char *release) {
+ * dev_rate items per second; the cpu PU, throttled 10x, n_cpu blocks of as many items at
+ * cpu_rate[k] each), with `release` stored for the device narrowed beside the cpu PU (a run
+ * that released it). */
+static void store_runs_alone_blocks(const char *dir, const hlb_exec_pu *narrowed,
+                                    const hlb_exec_pu *cpu, double dev_rate, const double *cpu_rate,
+                                    size_t n_cpu, const char *release) {
   hlb_codelet cl = heavy_codelet("heavy-affine");
   unsigned all = narrowed->cores + cpu->cores;
   char codelet_key[256], narrowed_key[320], dev_key[320], cpu_key[320];
@@ -1060,9 +1062,11 @@ static void store_runs_alone(const char *dir, const hlb_exec_pu *narrowed, const
   hlb__model_pu_key(cpu, all, cpu_key, sizeof cpu_key);
   hlb__model_set set = {0};
   hlb_sample dev = {.block = {.count = 100}, .compute_s = 100 / dev_rate};
-  hlb_sample host = {.block = {.count = 100}, .compute_s = 100 / cpu_rate};
   assert_int_equal(hlb__model_append(&set, dev_key, &dev, 1), 0);
-  assert_int_equal(hlb__model_append(&set, cpu_key, &host, 1), 0);
+  for (size_t k = 0; k < n_cpu; k++) {
+    hlb_sample host = {.block = {.count = 100}, .compute_s = 100 / cpu_rate[k]};
+    assert_int_equal(hlb__model_append(&set, cpu_key, &host, 1), 0);
+  }
   assert_int_equal(hlb__model_append(&set, narrowed_key, NULL, 0), 0);
   hlb__stored_pu *d = (hlb__stored_pu *)hlb__model_find(&set, narrowed_key);
   snprintf(d->released, sizeof d->released, "%s", release);
@@ -1070,13 +1074,15 @@ static void store_runs_alone(const char *dir, const hlb_exec_pu *narrowed, const
   hlb__model_set_free(&set);
 }
 
-/* A new process over stored runs alone of the device at `ratio` times the cpu PU's rate and a
- * stored `release`: 1 when the device took the cpu PU's cores before the run. Every item once. */
-static int takes_cores_over(const hlb_exec_pu *host, const hlb_exec_pu *narrowed, double ratio,
-                            const char *release) {
+/* A new process over stored runs alone of the device at dev_rate and of the cpu PU in blocks at
+ * cpu_rate[0..n_cpu), and a stored `release`: 1 when the device took the cpu PU's cores before
+ * the run. Every item once. */
+static int takes_cores_over_blocks(const hlb_exec_pu *host, const hlb_exec_pu *narrowed,
+                                   double dev_rate, const double *cpu_rate, size_t n_cpu,
+                                   const char *release) {
   char dir[] = "/tmp/hlb-retake-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  store_runs_alone(dir, narrowed, host, 1e6 * ratio, 1e6, release);
+  store_runs_alone_blocks(dir, narrowed, host, dev_rate, cpu_rate, n_cpu, release);
   hlb_exec_stats s = {0};
   run_spec_with_models("cpu,opencl:0", 10, dir, 0, ALONE_CHUNKS, &s);
   int took = s.per_pu[0].released && strstr(s.per_pu[0].release_reason, "faster: alone on");
@@ -1085,6 +1091,89 @@ static int takes_cores_over(const hlb_exec_pu *host, const hlb_exec_pu *narrowed
   hlb_exec_stats_clear(&s);
   remove_dir(dir);
   return took;
+}
+
+/* The same with the device at `ratio` times the cpu PU's one stored block of 10^6 items/s. */
+static int takes_cores_over(const hlb_exec_pu *host, const hlb_exec_pu *narrowed, double ratio,
+                            const char *release) {
+  const double cpu_rate[] = {1e6, 1e6};
+  return takes_cores_over_blocks(host, narrowed, 1e6 * ratio, cpu_rate, 2, release);
+}
+
+/* The cpu PU's rate alone is the upper median of its stored blocks' rates: a block delayed 10x
+ * (a core that woke slowly) does not make a device at half its rate look faster, which the
+ * least-squares slope through them did; nor does one stored block alone, which may be the
+ * first on cores a device gave back. Two blocks that agree do decide. */
+static void test_rate_alone_is_robust(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  const char *mixed = "released: 0.5 items/s against 1 items/s for the 1 core it held in cpu";
+  const double delayed[] = {1e6, 1e5, 1e6}, one_slow[] = {1e5}, two_slow[] = {1e5, 1e5};
+  assert_false(takes_cores_over_blocks(&host, &narrowed, 5e5, delayed, 2, mixed));
+  assert_false(takes_cores_over_blocks(&host, &narrowed, 5e5, delayed, 3, mixed));
+  assert_false(takes_cores_over_blocks(&host, &narrowed, 5e5, one_slow, 1, mixed));
+  assert_true(takes_cores_over_blocks(&host, &narrowed, 5e5, two_slow, 2, mixed));
+}
+
+/* A run too short to judge a device in (its blocks kept it busy under
+ * HLB_EXEC_CORE_DEVICE_JUDGE_S): the cheap kernel in blocks of 10 items, about 10 us on the cpu
+ * PU throttled 5x (the run lasts a few ms, long enough for the device's second block) and a
+ * launch (0.05-0.1 ms) on PoCL. The device is released after the run (the
+ * reason says so), the cpu PU is given its core for the runs after, the release is stored, and
+ * a new process that reads it leaves the device out from the start. A loaded machine may stall
+ * a device block past 10 ms (then the run judges it as it goes) or leave it one block: such a
+ * run is no test of this, and runs again. Every item once. */
+static void test_short_run_releases_a_slow_device(void **st) {
+  (void)st;
+  char dir[] = "/tmp/hlb-short-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  int judged = 0, no_core = 0;
+  for (int t = 0; t < JUDGED_RUN_TRIES && !judged && !no_core; t++) {
+    hlb_exec_options o;
+    hlb_executor *ex = heavy_executor("cpu,opencl:0", 5, "chunk=40", HLB_MODELS_ON, dir, &o);
+    hlb_codelet cl = heavy_codelet("heavy-affine");
+    cl.cpu = cpu_k, cl.opencl_kernel = "k";
+    hlb_exec_stats s = {0};
+    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+    hlb_executor_destroy(ex);
+    check();
+    assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
+    const hlb_exec_pu_stats *d = &s.per_pu[1];
+    hlb_exec_pu device = s.pu[1];
+    no_core = device.cores == 0; /* not a CPU-type device: it holds no core, nothing to judge */
+    if (no_core) {
+      hlb_exec_stats_clear(&s);
+      continue;
+    }
+    judged = d->blocks >= HLB_EXEC_RELEASE_BLOCKS && d->busy_s < HLB_EXEC_CORE_DEVICE_JUDGE_S;
+    if (!judged) {
+      print_message("opencl:0 did %zu block(s) in %.3g s: not a short run, run again\n", d->blocks,
+                    d->busy_s);
+      hlb_exec_stats_clear(&s);
+      empty_dir(dir);
+      continue;
+    }
+    if (!d->released || !strstr(d->release_reason, "after a run too short to judge it in"))
+      fail_msg("opencl:0 (%zu blocks, %.3g ms) not released after the run: \"%s\"", d->blocks,
+               d->busy_s * 1e3, d->release_reason);
+    assert_int_equal(s.per_pu[0].cores_given, device.cores);
+    char why[200];
+    stored_release(dir, &device, why, sizeof why);
+    assert_non_null(strstr(why, "after a run too short to judge it in"));
+    hlb_exec_stats_clear(&s);
+
+    ex = heavy_executor("cpu,opencl:0", 5, "chunk=40", HLB_MODELS_READ, dir, &o);
+    if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
+    hlb_executor_destroy(ex);
+    check();
+    assert_non_null(strstr(s.per_pu[1].release_reason, "released before the run"));
+    assert_int_equal(s.per_pu[1].items, 0);
+    assert_int_equal(s.per_pu[0].items, N);
+    hlb_exec_stats_clear(&s);
+  }
+  remove_dir(dir);
+  if (!judged && !no_core) fail_msg("no short run in %d tries", JUDGED_RUN_TRIES);
 }
 
 /* A device that gave the cores back after its run alone (hand_back_tried) takes them again only
@@ -1315,6 +1404,8 @@ int main(void) {
       cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_stored_takeover_is_tried),
       cmocka_unit_test(test_handed_back_device_needs_a_margin),
+      cmocka_unit_test(test_rate_alone_is_robust),
+      cmocka_unit_test(test_short_run_releases_a_slow_device),
       cmocka_unit_test(test_trial_of_a_slow_device_is_cut),
       cmocka_unit_test(test_trial_device_failing_is_cut),
       cmocka_unit_test(test_samples_after_release_keyed_by_cores),
