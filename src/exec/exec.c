@@ -197,24 +197,38 @@ static void note_kept(run_ctx *r, unsigned dev, int cpu, double dev_rate, double
 #define HANDED_BACK_MARK "its run alone was not faster"
 #define AGAINST_A_BOUND "against at most "
 
+/* The cpu PU gets `cores` more cores: released devices' (and a device's given back). */
+static void cpu_takes_cores(hlb_executor *ex, int cpu, unsigned cores) {
+  ex->cores_given[cpu] += cores;
+  ex->ops[cpu]->set_cores(ex->dev[cpu], ex->pu[cpu].cores + ex->cores_given[cpu]);
+}
+
+/* Device `dev` released with its figures against the cores it held in cpu PU `cpu` (`at_most`:
+ * its rate is a bound, a block in flight), `note` after them; released_core_ratio and
+ * explore_device read the figures back, and the note may be cut to the reason's size. */
+static void write_release(hlb_executor *ex, unsigned dev, int cpu, int at_most, double dev_rate,
+                          double core_rate, const char *note) {
+  unsigned held = held_cores(ex, dev);
+  char host_name[sizeof ex->pu[cpu].name];
+  memcpy(host_name, ex->pu[cpu].name, sizeof host_name);
+  if (snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
+               "released: %s%.3g items/s against %.3g items/s for the %u core%s it held in %s%s",
+               at_most ? "at most " : "", dev_rate, core_rate * held, held, held > 1 ? "s" : "",
+               host_name, note) < 0)
+    ex->release_reason[dev][0] = '\0';
+  ex->released[dev] = 1;
+}
+
 /* Release device PU `dev` (see should_release): its cores go to the cpu PU from its next block
  * on; the device is retired now, or, with a block in flight, when that block ends (the block
  * is finished, not lost: every item is still done once). */
 static void release_locked(run_ctx *r, unsigned dev, int cpu, double dev_rate, double core_rate,
                            int in_flight, int kernel_unread) {
   hlb_executor *ex = r->ex;
-  unsigned held = held_cores(ex, dev);
-  char host_name[sizeof ex->pu[cpu].name];
-  memcpy(host_name, ex->pu[cpu].name, sizeof host_name);
-  /* released_core_ratio and explore_device read it back. */
-  snprintf(ex->release_reason[dev], sizeof ex->release_reason[dev],
-           "released: %s%.3g items/s against %.3g items/s for the %u core%s it held in %s%s",
-           in_flight ? "at most " : "", dev_rate, core_rate * held, held, held > 1 ? "s" : "",
-           host_name, kernel_unread ? KERNEL_UNREAD_NOTE : "");
-  ex->released[dev] = 1;
+  write_release(ex, dev, cpu, in_flight, dev_rate, core_rate,
+                kernel_unread ? KERNEL_UNREAD_NOTE : "");
   unsigned cores_before = cpu_cores_now(r, cpu);
-  ex->cores_given[cpu] += held;
-  ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
+  cpu_takes_cores(ex, cpu, held_cores(ex, dev));
   /* The policy plans the cpu PU at its new size from now on, as if its threads scaled with its
    * cores (its correction takes up what they do not); its blocks in flight ran on the cores
    * before. Devices are judged only after the cpu PU's first blocks (should_release), so its
@@ -252,8 +266,7 @@ static void release_stored(run_ctx *r, const hlb__exec_models *m) {
     snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
              "released before the run: an earlier run on this host %s", why);
     ex->released[i] = 1;
-    ex->cores_given[cpu] += held;
-    ex->ops[cpu]->set_cores(ex->dev[cpu], ex->pu[cpu].cores + ex->cores_given[cpu]);
+    cpu_takes_cores(ex, cpu, held);
   }
 }
 
@@ -570,8 +583,7 @@ static void cut_trial_locked(run_ctx *r, double rate, const char *how) {
            ex->pu[dev].cores, rate, r->trial_cpu_rate, ex->pu[cpu].name, how);
   ex->released[dev] = 1;
   unsigned cores_before = cpu_cores_now(r, (int)cpu);
-  ex->cores_given[cpu] += ex->on_trial[dev];
-  ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, (int)cpu));
+  cpu_takes_cores(ex, (int)cpu, ex->on_trial[dev]);
   int rc = hlb_balancer_retire(r->b, r->trial_bpu);
   /* Its prior was read on its own cores; cores after over before is finite and positive. */
   if (rc == 0)
@@ -744,8 +756,7 @@ static void hand_back_tried(run_ctx *r, const hlb__exec_models *m) {
       ex->release_reason[i][0] = '\0';
     ex->released[cpu] = 0;
     ex->release_reason[cpu][0] = '\0';
-    ex->cores_given[cpu] += before;
-    ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
+    cpu_takes_cores(ex, cpu, before);
     return;
   }
 }
@@ -883,23 +894,18 @@ static void judge_short_run(run_ctx *r) {
   for (unsigned i = 0; i < ex->n; i++) {
     const hlb_exec_pu_stats *d = &r->st[i];
     unsigned held = held_cores(ex, i);
-    if ((int)i == cpu || !r->prepared[i] || ex->released[i] || ex->on_trial[i] || d->retired ||
-        !computes_on_cores(ex, i) || d->blocks < HLB_EXEC_RELEASE_BLOCKS ||
-        device_judged_enough(ex, i, d) || ex->takes_cores[i][0])
+    /* (A device judged enough was judged in the run; one on trial held the cpu PU's cores.) */
+    if ((int)i == cpu || ex->released[i] || d->retired || !computes_on_cores(ex, i) ||
+        d->blocks < HLB_EXEC_RELEASE_BLOCKS || device_judged_enough(ex, i, d))
       continue;
     double dev_rate = items_per_busy_s(d);
     if (!(core_rate > 0) || !(dev_rate * HLB_EXEC_SHORT_RUN_RELEASE_FACTOR < core_rate * held))
       continue;
-    /* released_core_ratio reads the figures back; the rest may be cut to the reason's size. */
-    if (snprintf(ex->release_reason[i], sizeof ex->release_reason[i],
-                 "released: %.3g items/s against %.3g items/s for the %u core%s it held in %s; "
-                 "after a run too short to judge it in (busy %.2g ms)",
-                 dev_rate, core_rate * held, held, held > 1 ? "s" : "", ex->pu[cpu].name,
-                 d->busy_s * 1e3) < 0)
-      ex->release_reason[i][0] = '\0';
-    ex->released[i] = 1;
-    ex->cores_given[cpu] += held;
-    ex->ops[cpu]->set_cores(ex->dev[cpu], cpu_cores_now(r, cpu));
+    char note[80];
+    snprintf(note, sizeof note, "; after a run too short to judge it in (busy %.2g ms)",
+             d->busy_s * 1e3);
+    write_release(ex, i, cpu, 0, dev_rate, core_rate, note);
+    cpu_takes_cores(ex, cpu, held);
   }
 }
 

@@ -136,40 +136,38 @@ double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *
   char key[320];
   hlb__model_pu_key(&p, cores, key, sizeof key);
   size_t name_len = strlen(p.name) + 1; /* "NAME|" */
-  size_t n = 0;
-  for (unsigned k = 0; k < m->priors.n_pu; k++)
-    if (same_pu_any_device(m->priors.pu[k].key, key, name_len)) n += m->priors.pu[k].n;
-  double *x = n && n >= min_blocks ? malloc(2 * n * sizeof *x) : NULL;
-  if (!x) return 0;
-  double *y = x + n;
-  /* Seconds per item of the robust (Theil-Sen) line through its stored blocks, the cost per
-   * block left out (greedy's many small blocks and hlb's one block a pass ran the same
-   * kernel), or the median of their seconds per item: a delay only ever slows a block down,
-   * and one such block must not decide. The least-squares line followed it: the cpu PU's
-   * k-means blocks of 10^5 points on both cores took 0.6-0.7 ms, and 5.5 ms (or 9.2) in a pass
-   * right after PoCL had run alone on those cores; read through two of them, the cpu PU did
-   * 1.1e7 points per second, and PoCL (3.7e7) was given its cores again in every later run. */
-  size_t used = 0;
+  /* Seconds per item of the robust (Theil-Sen) line through its newest stored blocks (the
+   * window the judge reads), the cost per block left out (greedy's many small blocks and hlb's
+   * one block a pass ran the same kernel), or the median of their seconds per item: a delay
+   * only ever slows a block down, and one such block must not decide. The least-squares line
+   * followed it: the cpu PU's k-means blocks of 10^5 points on both cores took 0.6-0.7 ms, and
+   * 5.5 ms (or 9.2) in a pass right after PoCL had run alone on those cores; read through two
+   * of them, the cpu PU did 1.1e7 points per second, and PoCL (3.7e7) was given its cores
+   * again in every later run. */
+  double x[HLB__JUDGE_ROBUST_POINTS], y[HLB__JUDGE_ROBUST_POINTS];
+  size_t seen = 0; /* the newest overwrite the oldest: neither estimate depends on the order */
   for (unsigned k = 0; k < m->priors.n_pu; k++) {
     const hlb__stored_pu *s = &m->priors.pu[k];
     if (!same_pu_any_device(s->key, key, name_len)) continue;
     for (size_t j = 0; j < s->n; j++) {
       double t = s->s[j].compute_s + s->s[j].transfer_s;
       if (s->s[j].block.count == 0 || !(t > 0) || !isfinite(t)) continue;
-      x[used] = (double)s->s[j].block.count, y[used++] = t;
+      x[seen % HLB__JUDGE_ROBUST_POINTS] = (double)s->s[j].block.count;
+      y[seen++ % HLB__JUDGE_ROBUST_POINTS] = t;
     }
   }
+  if (seen == 0 || seen < min_blocks) return 0;
+  size_t used = seen < HLB__JUDGE_ROBUST_POINTS ? seen : HLB__JUDGE_ROBUST_POINTS;
   int line = 0;
-  double per_item = used ? hlb__judge_robust_slope(x, y, used, &line) : 0;
+  double per_item = hlb__judge_robust_slope(x, y, used, &line);
   /* Without a line, of an even count the faster of the middle two (the judge takes their mean):
    * of two blocks, the one not delayed. */
-  if (used && !line) {
+  if (!line) {
     for (size_t j = 0; j < used; j++)
       y[j] /= x[j];
     qsort(y, used, sizeof *y, by_value);
     per_item = y[(used - 1) / 2];
   }
-  free(x);
   return per_item > 0 ? 1.0 / per_item : 0;
 }
 
