@@ -76,6 +76,11 @@ int hlb_cli_flag(const hlb_cli_args *a, const char *name);
  * was given. */
 int hlb_cli_show_progress(const hlb_cli_args *a);
 
+/* OMP_WAIT_POLICY as this process's OpenMP kernels run under it (NULL when unset: libgomp's
+ * default), and in *set_by_hlb whether hlb set it (main.c: hlb run, when the user set nothing,
+ * runs itself again with OMP_WAIT_POLICY=passive; docs/executor.md). */
+const char *hlb_cli_omp_wait_policy(int *set_by_hlb);
+
 /* Print "hlb CMD: message" to stderr and return HLB_EXIT_USAGE. */
 int hlb_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

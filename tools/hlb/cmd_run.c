@@ -42,7 +42,9 @@ const hlb_cli_command hlb_cmd_run_spec = {
              "makespan and the imbalance (Issakhov et al.: I% = (t_max - t_avg) / t_max * "
              "N / (N - 1), over each PU's busy time). On a terminal a progress line shows items "
              "done, blocks, elapsed time and the time left from the models. Exits 1 when the "
-             "result is wrong or the run failed.",
+             "result is wrong or the run failed. The cpu kernels (OpenMP) run under "
+             "OMP_WAIT_POLICY=passive unless the environment sets it (hlb then executes itself "
+             "again with it; OMP_WAIT_POLICY=active keeps libgomp spinning; docs/executor.md).",
     .more_help = list_apps};
 
 typedef struct run_args {
@@ -371,6 +373,15 @@ static cJSON *run_json(const run_args *a, const hlb_app *app, const outcome *r,
   cJSON_AddNumberToObject(o, "items", (double)hlb_app_items(app));
   cJSON_AddStringToObject(o, "policy", s->policy);
   cJSON_AddStringToObject(o, "runtime", a->starpu ? "starpu" : "exec");
+  /* The OpenMP wait policy the cpu kernels ran under (null: libgomp's default, spinning) and
+   * whether hlb set it (main.c, rerun_with_passive_omp_wait_policy). */
+  int omp_by_hlb = 0;
+  const char *omp_wait = hlb_cli_omp_wait_policy(&omp_by_hlb);
+  if (omp_wait)
+    cJSON_AddStringToObject(o, "omp_wait_policy", omp_wait);
+  else
+    cJSON_AddNullToObject(o, "omp_wait_policy");
+  cJSON_AddBoolToObject(o, "omp_wait_policy_set_by_hlb", omp_by_hlb);
   if (a->starpu) {
     cJSON *sp = cJSON_AddObjectToObject(o, "starpu");
     cJSON_AddStringToObject(sp, "placement", a->starpu_sched ? "scheduler" : "hlb");
