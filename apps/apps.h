@@ -103,9 +103,15 @@ int hlb__app_stats_append(hlb_exec_stats *t, hlb_exec_stats *p);
 /* Deterministic uniform doubles in [0, 1) for the inputs (splitmix64). */
 double hlb__app_uniform(uint64_t *state);
 
-/* CUDA launchers from kernels.cu; NULL when the build has no CUDA. */
+/* The apps' CUDA launchers; NULL when the build has no CUDA. They load kernels.cu's library
+ * (libhlb_apps_cuda, whose launchers are hlb__cuda_kernel_<app>) when first called (cuda_lazy.c):
+ * cuBLAS's initialisation is paid by runs that use a GPU only. */
 typedef int (*hlb__cuda_launcher)(const hlb_exec_call *c);
 extern const hlb__cuda_launcher hlb__cuda_matmul, hlb__cuda_blackscholes, hlb__cuda_kmeans,
     hlb__cuda_mandelbrot, hlb__cuda_spmv;
+
+/* Loads the CUDA kernels' library now: 0, or HLB_EDEVICE naming what failed (a build with
+ * CUDA), or HLB_EUNSUPPORTED (without). */
+int hlb__apps_cuda_load(void);
 
 #endif

@@ -191,13 +191,13 @@ int launch_spmv(const hlb_exec_call *c) {
 } // namespace
 
 extern "C" {
-__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_matmul =
+__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_kernel_matmul =
     launch_matmul;
-__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_blackscholes =
+__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_kernel_blackscholes =
     launch_blackscholes;
-__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_kmeans =
+__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_kernel_kmeans =
     launch_kmeans;
-__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_mandelbrot =
+__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_kernel_mandelbrot =
     launch_mandelbrot;
-__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_spmv = launch_spmv;
+__attribute__((visibility("default"))) extern const hlb__cuda_launcher hlb__cuda_kernel_spmv = launch_spmv;
 }

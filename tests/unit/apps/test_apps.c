@@ -76,6 +76,35 @@ static void test_opencl_alone(void **st) {
 }
 
 /* The checks are not vacuous: one wrong value in the output is found. */
+/* 1 when a shared library whose path contains `name` is mapped into this process. */
+static int mapped(const char *name) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  char line[1024];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, name) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* The CUDA kernels' library (and cuBLAS with it) is loaded when first asked for, not at the
+ * program's start (apps/cuda_lazy.c), and loads from the build tree without a GPU. Runs first:
+ * no other test here drives a GPU. */
+static void test_cuda_kernels_load_on_demand(void **st) {
+  (void)st;
+  if (!hlb__cuda_matmul) { /* a build without CUDA */
+    assert_int_equal(hlb__apps_cuda_load(), HLB_EUNSUPPORTED);
+    skip();
+  }
+  if (mapped("libhlb_apps_cuda") < 0) skip(); /* no /proc */
+  assert_int_equal(mapped("libhlb_apps_cuda"), 0);
+  assert_int_equal(mapped("libcublas"), 0);
+  if (hlb__apps_cuda_load()) fail_msg("%s", hlb_last_error());
+  assert_int_equal(mapped("libhlb_apps_cuda"), 1);
+  assert_int_equal(hlb__apps_cuda_load(), 0); /* once */
+}
+
 static void test_verify_catches_errors(void **st) {
   (void)st;
   hlb_executor *ex = open_pus("cpu");
@@ -104,6 +133,7 @@ static void test_verify_catches_errors(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cuda_kernels_load_on_demand),
       cmocka_unit_test(test_verify_catches_errors),
       cmocka_unit_test(test_cpu),
       cmocka_unit_test(test_opencl_alone),
