@@ -60,21 +60,16 @@ static int launch(unsigned k, const hlb_exec_call *c) {
   return rc ? rc : launchers[k](c);
 }
 
-static int lazy_matmul(const hlb_exec_call *c) {
-  return launch(MATMUL, c);
-}
-static int lazy_blackscholes(const hlb_exec_call *c) {
-  return launch(BLACKSCHOLES, c);
-}
-static int lazy_kmeans(const hlb_exec_call *c) {
-  return launch(KMEANS, c);
-}
-static int lazy_mandelbrot(const hlb_exec_call *c) {
-  return launch(MANDELBROT, c);
-}
-static int lazy_spmv(const hlb_exec_call *c) {
-  return launch(SPMV, c);
-}
+/* One entry per app: the launcher the codelet holds, which loads the library on first use. */
+#define LAZY_LAUNCHER(app, k)                                                                      \
+  static int lazy_##app(const hlb_exec_call *c) {                                                  \
+    return launch(k, c);                                                                           \
+  }
+LAZY_LAUNCHER(matmul, MATMUL)
+LAZY_LAUNCHER(blackscholes, BLACKSCHOLES)
+LAZY_LAUNCHER(kmeans, KMEANS)
+LAZY_LAUNCHER(mandelbrot, MANDELBROT)
+LAZY_LAUNCHER(spmv, SPMV)
 
 const hlb__cuda_launcher hlb__cuda_matmul = lazy_matmul, hlb__cuda_blackscholes = lazy_blackscholes,
                          hlb__cuda_kmeans = lazy_kmeans, hlb__cuda_mandelbrot = lazy_mandelbrot,

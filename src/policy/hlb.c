@@ -141,7 +141,7 @@ typedef struct miss_ring {
 #define BINS 40  /* best_block: octaves of block size, 1 to 2^40 items */
 #define RISE 0.1 /* best_block: the rise per item that shows a superlinear curve (see there) */
 /* How far a dearer time per item must be beyond the spread of the times per item within one
- * octave (their coefficient of variation, pooled) to count in largest_size_growth and in a
+ * octave (their coefficient of variation, pooled) to count in largest_size_dear and in a
  * cap read off priors (find_best_block). */
 #define DEAR_SPREAD 2.0
 /* A larger octave this much dearer per item than the best, the best being the smallest size a
@@ -187,9 +187,9 @@ typedef struct hpu {
   size_t prior_n, prior_cap;
   double ycap;      /* best_block: cap on the PU's blocks (a cost), 0 when none (see best_block) */
   octave_sums bins; /* best_block: this run's own blocks */
-  octave_sums all;  /* every sample, an earlier pass's included (largest_size_growth) */
+  octave_sums all;  /* every sample, an earlier pass's included (largest_size_dear) */
   octave_sums computed; /* the same in compute time alone (a cap read off priors) */
-  int growth;           /* largest_size_growth, kept by learn: only it changes sums and sizes */
+  int largest_dear;     /* largest_size_dear, kept by learn: only it changes sums and sizes */
 } hpu;
 
 typedef struct hlbp {
@@ -485,7 +485,7 @@ static void find_best_block(hlbp *h, unsigned p) {
    * sample, the priors' included, in compute time alone (a transfer that queued behind other
    * senders on a shared link is no curve: Boinski's Jacobi systems at 1024 and 2048 read as a rise
    * with it, 1.050 -> 1.062 and 1.011 -> 1.021 x the bound remembered), where the rise is beyond
-   * the spread of times per item within octaves (as largest_size_growth; priors of items that
+   * the spread of times per item within octaves (as largest_size_dear; priors of items that
    * do not cost the same scatter within octaves). `bench_sim superlinear`'s clusters, three passes
    * remembering the blocks before: 1.081 -> 1.064 x the bound, without item costs (a later run
    * over another item count) 1.086 -> 1.069 (docs/benchmarks.md, "A later run starts near the best
@@ -498,13 +498,6 @@ static void find_best_block(hlbp *h, unsigned p) {
   if (cap > 0) q->ycap = fmax(cap, g);
 }
 
-/* Whether a PU's blocks may grow past its largest, read where blocks grow by tail_grow only (a
- * pass that starts from measured item costs, a PU that starts from priors): */
-enum {
-  GROWTH_FREE, /* by tail_grow, but not a block that would take over half the time left */
-  GROWTH_NONE  /* not past the largest */
-};
-
 /* The time per item of octave top of o over that of its cheapest smaller octave; NaN when
  * either is missing. */
 static double top_over_best(const octave_sums *o, int top) {
@@ -515,32 +508,30 @@ static double top_over_best(const octave_sums *o, int top) {
   return isfinite(best) ? o->t[top] / o->x[top] / best : NAN;
 }
 
-/* The PU's growth, read off every sample it has (an earlier pass's included).
+/* 1 when the PU's blocks may not grow past its largest where blocks grow by tail_grow only (a
+ * pass that starts from measured item costs, a PU that starts from priors), read off every sample
+ * it has (an earlier pass's included): when the octave of its largest block is dearer per item
+ * than its cheapest smaller octave by more than RISE and more than DEAR_SPREAD times the spread of
+ * times per item within octaves: a superlinear term met, not noise. In the first pass best_block is
+ * off (a smoothed map makes sizes look dear), and blocks still grew by tail_grow past the largest
+ * each pass: a cubic PU of `bench_sim superlinear`'s 64-PU cluster 1 (best block about 190 items)
+ * ran 288 in the first pass, 432 in the second (4.1 ms an item against 3.0 at 192) and started the
+ * third with 648 (4.2 s in a 2.7 s run; seed 11). The spread keeps this off where blocks' times
+ * scatter for other reasons: on the simulator's H100 model a host's delays, and spikes met once,
+ * made the GPU's largest octave look dear, and held to it, its blocks each paid a delay (spikes
+ * with host delays, 20000 rows: 1.43 -> 1.90 x the bound without the spread). docs/benchmarks.md,
+ * "No growth past a size found dear".
  *
- * GROWTH_NONE when the octave of its largest block is dearer per item than its cheapest smaller
- * octave by more than RISE and more than DEAR_SPREAD times the spread of times per item within
- * octaves: a superlinear term met, not noise. In the first pass best_block is off (a smoothed map
- * makes sizes look dear), and blocks still grew by tail_grow past the largest each pass: a cubic
- * PU of `bench_sim superlinear`'s 64-PU cluster 1 (best block about 190 items) ran 288 in the
- * first pass, 432 in the second (4.1 ms an item against 3.0 at 192) and started the third with
- * 648 (4.2 s in a 2.7 s run; seed 11). The spread keeps this off where blocks' times scatter for
- * other reasons: on the simulator's H100 model a host's delays, and spikes met once, made the
- * GPU's largest octave look dear, and held to it, its blocks each paid a delay (spikes with host
- * delays, 20000 rows: 1.43 -> 1.90 x the bound without the spread). docs/benchmarks.md, "No
- * growth past a size found dear".
- *
- * GROWTH_FREE otherwise, and while no octave holds two samples (no spread to judge by): blocks
- * grow by tail_grow, but near the end not past the largest (hlb_next). Earlier blocks still grow:
- * a PU whose items cost the same at every size (no fixed cost) buys nothing by growing, and
- * Boinski's Jacobi nodes, held to their largest throughout, ran 465 blocks of 3-18 rows
+ * 0 otherwise, and while no octave holds two samples (no spread to judge by): blocks grow by
+ * tail_grow, but near the end hardly past the largest (NEAR_END_GROW, hlb_next). Earlier blocks
+ * still grow: a PU whose items cost the same at every size (no fixed cost) buys nothing by growing,
+ * and Boinski's Jacobi nodes, held to their largest throughout, ran 465 blocks of 3-18 rows
  * (boinski-apl09-12-jacobi2048, remembered without item costs, seed 104: 1.01 -> 1.13 x the
  * bound). */
-static int largest_size_growth(const hpu *q) {
-  int top = octave(q->u.max_items);
+static int largest_size_dear(const hpu *q) {
   double spread = within_octave_spread(&q->all); /* NaN: no octave of two samples */
-  if (isfinite(spread) && top_over_best(&q->all, top) > 1.0 + fmax(RISE, DEAR_SPREAD * spread))
-    return GROWTH_NONE;
-  return GROWTH_FREE;
+  return isfinite(spread) &&
+         top_over_best(&q->all, octave(q->u.max_items)) > 1.0 + fmax(RISE, DEAR_SPREAD * spread);
 }
 
 /* A block at least twice the size of the PU's smallest that took at most this many times its
@@ -588,7 +579,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
   double x = hlb__plb_sample_x(s), t = hlb__plb_sample_s(s);
   if (warm_up) { /* its time is no block's cost: only its size counts (the grow cap) */
     if (x > q->u.max_items) q->u.max_items = x;
-    q->growth = largest_size_growth(q);
+    q->largest_dear = largest_size_dear(q);
     return;
   }
   double before = q->u.good ? base_time(q, x) : 0.0;
@@ -618,7 +609,7 @@ static void learn(hlbp *h, unsigned p, const hlb_sample *s, int prior, int warm_
     octave_add(&q->all, x, t);
     if (s->compute_s > 0) octave_add(&q->computed, x, s->compute_s);
   }
-  q->growth = largest_size_growth(q);
+  q->largest_dear = largest_size_dear(q);
   if (!q->u.fitted) hlb__plb_affine_curve(&q->u, &q->u.curve); /* the line, not the mean rate */
   q->ring_x[q->ring_at] = x;
   q->ring_t[q->ring_at] = t;
@@ -1112,7 +1103,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    *   again, a cubic PU of `bench_sim superlinear`'s 8-PU cluster 1 whose stored blocks were
    *   109 items going to 460 and 906 (28 s in a 14 s run).
    * The second lowers the cap even for a block already within it: take_rest reads the cap. In
-   * such a pass a PU grows not at all past a size found dear (largest_size_growth), and a block
+   * such a pass a PU grows not at all past a size found dear (largest_size_dear), and a block
    * near the end hardly past its largest size (NEAR_END_GROW) whatever growing bought before: the
    * sizes the pass started from were measured, and the next one may be a wall the smaller ones
    * did not show. The 16-PU cluster 1's cubic PU above (0.52 s of fixed cost, best size 109
@@ -1126,11 +1117,11 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * within tail_cap needs no curve evaluation. */
   int seen_before = hlb_balancer_items_measured(h->ctx->balancer) || q->priors > 0;
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
-  int growth = seen_before ? q->growth : GROWTH_FREE; /* largest_size_growth */
+  int held = seen_before && q->largest_dear; /* not past the largest at all */
   /* Near the end (over half the time left), read only where it decides the cap. */
-  int decides = seen_before ? growth != GROWTH_NONE && x > q->u.max_items : x > tail_cap;
+  int decides = seen_before ? !held && x > q->u.max_items : x > tail_cap;
   int near_end = decides && h->planned && hlb_curve_time(c, fmin(x, cap)) > 0.5 * (h->target - now);
-  if (growth == GROWTH_NONE)
+  if (held)
     tail_cap = q->u.max_items;
   else if (seen_before && near_end)
     tail_cap = NEAR_END_GROW * q->u.max_items;
@@ -1320,7 +1311,7 @@ static void hlb_retired(void *state, unsigned pu) {
 /* The PU runs `speedup` times as fast from its next block on (a cpu PU given a released
  * device's cores): every time it holds goes into the new units, so its rate, line and
  * correction carry over and it plans at once with the capacity it has, without a probe. Its
- * octaves of block size (best_block, largest_size_growth) do not: sizes found dear on the cores it
+ * octaves of block size (best_block, largest_size_dear) do not: sizes found dear on the cores it
  * had, beside the device that then held the others, say little of sizes on all of them.
  * Blackscholes' first run on `--pus all` on the 2-core VM read a cap of 35000-40000 options off the
  * cpu PU's blocks beside PoCL's probes, and after PoCL's release the cpu PU, alone on both cores,
@@ -1349,7 +1340,7 @@ static void hlb_resized(void *state, unsigned pu, double speedup) {
   memset(&q->all, 0, sizeof q->all);
   memset(&q->computed, 0, sizeof q->computed);
   q->ycap = 0.0;
-  q->growth = largest_size_growth(q);
+  q->largest_dear = largest_size_dear(q);
   h->current[pu] = 0;
   h->planned = 0; /* every share changes with this PU's speed */
 }

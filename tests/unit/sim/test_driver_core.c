@@ -430,7 +430,7 @@ static void a_pu_without_a_line_waits_rather_than_end_late(void **state) {
 }
 
 /* In passes that start from measured item costs a PU's blocks do not grow past a size found
- * dear per item (largest_size_growth): on `bench_sim superlinear`'s 64-PU cluster 1, three
+ * dear per item (largest_size_dear): on `bench_sim superlinear`'s 64-PU cluster 1, three
  * remembered passes, a cubic PU (best block about 190 items) ran 288 items in the first pass, 432
  * in the second and started the third with 648 (4.2 s in a 2.7 s run). Seeds 11-15: 1.684 x the
  * bound before, 1.270. */
