@@ -343,7 +343,7 @@ static void bad_options_are_named(void **state) {
 
 /* A cluster of `n` PUs on two nodes with random curves, some superlinear (quadratic, cubic,
  * x ln x), from a small LCG so the test does not depend on libc's rand. */
-static hlb_cluster *random_cluster(uint32_t *seed, unsigned n) {
+static hlb_cluster *random_cluster_scaled(uint32_t *seed, unsigned n, double sup_scale) {
   char json[8192];
   size_t at = (size_t)snprintf(json, sizeof json,
                                "{\"item\": {\"in_bytes\": 64, \"out_bytes\": 8}, \"nodes\": [");
@@ -368,7 +368,7 @@ static hlb_cluster *random_cluster(uint32_t *seed, unsigned n) {
           "%s{\"name\": \"p%u_%u\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 1e-5, "
           "\"bandwidth_Bps\": 1e10}, \"time\": {\"const\": %.17g, \"linear\": %.17g, "
           "\"%s\": %.17g}}",
-          k ? ", " : "", node, k, fixed, lin, term, sup * coef);
+          k ? ", " : "", node, k, fixed, lin, term, sup * sup_scale * coef);
     }
     at += (size_t)snprintf(json + at, sizeof json - at, "]}");
   }
@@ -376,30 +376,86 @@ static hlb_cluster *random_cluster(uint32_t *seed, unsigned n) {
   return parse(json);
 }
 
+static hlb_cluster *random_cluster(uint32_t *seed, unsigned n) {
+  return random_cluster_scaled(seed, n, 1.0);
+}
+
+/* Fails when some policy's noiseless run of `n` items on `c` ends below the lower bound. */
+static void expect_every_run_above_the_bound(const hlb_cluster *c, size_t n, const char *what,
+                                             int trial) {
+  double bound = 0;
+  assert_int_equal(hlb_sim_lower_bound(c, n, &bound), 0);
+  assert_true(bound > 0);
+  for (unsigned p = 0; p < hlb_policy_count(); p++) {
+    hlb_sim_options o = {
+        .n_items = n, .policy = hlb_policy_at(p)->name, .seed = 1, .no_noise = 1, .no_events = 1};
+    hlb_sim_result *r = NULL;
+    assert_int_equal(hlb_sim_run(c, &o, &r), 0);
+    if (r->makespan_s < bound * (1 - 1e-9))
+      fail_msg("%s, trial %d, policy %s: makespan %.9g below the bound %.9g", what, trial,
+               r->policy, r->makespan_s, bound);
+    hlb_sim_result_free(r);
+  }
+}
+
 /* The lower bound is a bound: no policy's noiseless run beats it, on random clusters whose
  * superlinear curves make many small blocks cheaper than one (where the old one-block-per-PU
- * bound was above some runs). */
+ * bound was above some runs), and on clusters whose superlinear terms are 100x stronger over
+ * fewer items: shares of one to a few best blocks, where the bound counts whole blocks (W_p in
+ * src/sim/bound.c) and is highest above the fractional one. */
 static void lower_bound_is_below_every_run(void **state) {
   (void)state;
   uint32_t seed = 12345;
   for (int trial = 0; trial < 6; trial++) {
     hlb_cluster *c = random_cluster(&seed, 2 + 2 * (unsigned)(trial % 3));
-    size_t n = 20000 + 15000 * (size_t)trial;
-    double bound = 0;
-    assert_int_equal(hlb_sim_lower_bound(c, n, &bound), 0);
-    assert_true(bound > 0);
-    for (unsigned p = 0; p < hlb_policy_count(); p++) {
-      hlb_sim_options o = {
-          .n_items = n, .policy = hlb_policy_at(p)->name, .seed = 1, .no_noise = 1, .no_events = 1};
-      hlb_sim_result *r = NULL;
-      assert_int_equal(hlb_sim_run(c, &o, &r), 0);
-      if (r->makespan_s < bound * (1 - 1e-9))
-        fail_msg("trial %d, policy %s: makespan %.9g below the bound %.9g", trial, r->policy,
-                 r->makespan_s, bound);
-      hlb_sim_result_free(r);
-    }
+    expect_every_run_above_the_bound(c, 20000 + 15000 * (size_t)trial, "many blocks", trial);
     hlb_cluster_free(c);
   }
+  for (int trial = 0; trial < 6; trial++) {
+    hlb_cluster *c = random_cluster_scaled(&seed, 2 + 2 * (unsigned)(trial % 3), 100.0);
+    expect_every_run_above_the_bound(c, 1500 + 1500 * (size_t)trial, "few blocks", trial);
+    hlb_cluster_free(c);
+  }
+}
+
+/* The bound counts a PU's blocks whole (the issue's F*(x) = min over k of k F(x / k)) and a
+ * PU's max_items as its largest block, as the simulator does: 150 items on one PU of
+ * 0.01 + 1e-6 y^2 s per block (best block 100 items, 0.2 ms an item) take 2 blocks of 75 at
+ * best, 2 (0.01 + 0.005625) = 0.03125 s, not 150 x 0.2 ms = 0.03 s; and 1000 items on a PU of
+ * 1 + 0.001 y s with blocks of at most 100 take 10 blocks, 11 s, which a run reaches. */
+static void lower_bound_counts_whole_blocks(void **state) {
+  (void)state;
+  const char *quad =
+      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
+      "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
+      "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
+      "\"time\": {\"const\": 0.01, \"quadratic\": 1e-6}}]}]}";
+  hlb_cluster *c = parse(quad);
+  double bound = 0;
+  assert_int_equal(hlb_sim_lower_bound(c, 150, &bound), 0);
+  assert_near(bound, 0.03125, 1e-9);
+  /* 300 items: 3 blocks of 100, exactly the fractional bound. */
+  assert_int_equal(hlb_sim_lower_bound(c, 300, &bound), 0);
+  assert_near(bound, 0.06, 1e-9);
+  hlb_cluster_free(c);
+  const char *capped =
+      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
+      "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
+      "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
+      "\"time\": {\"const\": 1, \"linear\": 0.001}, \"max_items\": 100}]}]}";
+  c = parse(capped);
+  assert_int_equal(hlb_sim_lower_bound(c, 1000, &bound), 0);
+  assert_near(bound, 11.0, 1e-9);
+  assert_int_equal(hlb_sim_lower_bound(c, 150, &bound), 0);
+  assert_near(bound, 2.15, 1e-9); /* 2 blocks of 75 */
+  hlb_sim_options o = {.n_items = 1000, .policy = "hlb", .seed = 1, .no_noise = 1};
+  hlb_sim_result *r = NULL;
+  assert_int_equal(hlb_sim_run(c, &o, &r), 0);
+  assert_true(r->exactly_once);
+  assert_near(r->lower_bound_s, 11.0, 1e-9);
+  assert_true(r->makespan_s >= 11.0 * (1 - 1e-9));
+  hlb_sim_result_free(r);
+  hlb_cluster_free(c);
 }
 
 /* With subadditive curves (fixed cost + linear) the bound is the one-block-per-PU equal-finish
@@ -566,6 +622,7 @@ int main(void) {
       cmocka_unit_test(trace_is_chrome_json),
       cmocka_unit_test(lower_bound_is_below_every_run),
       cmocka_unit_test(lower_bound_matches_one_block_when_subadditive),
+      cmocka_unit_test(lower_bound_counts_whole_blocks),
       cmocka_unit_test(remembered_passes_start_from_the_samples),
       cmocka_unit_test(last_blocks_leave_no_lone_item),
   };
