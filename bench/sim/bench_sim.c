@@ -14,6 +14,11 @@
  *                                         over ITEMS items (default 10^5; 1e6 style)
  *   bench_sim superlinear-cluster PUS K  prints the JSON of that table's cluster K (1-3) of PUS
  *                                         PUs, for `hlb sim FILE` (docs/benchmarks.md)
+ *   bench_sim spike-maps [ITEMS] [MAPS]  the irregular-2machines-spikes preset with its random
+ *                                         spikes drawn from map seeds 1..MAPS (default 20) instead
+ *                                         of its one seed: greedy, plb-hac and hlb, the mean ratio
+ *                                         to the bound over noise seeds 1-5 of each map, over
+ *                                         ITEMS items (default 10^5)
  *   bench_sim all      (default)         events, scale and policies, with their default sizes
  */
 #include <dirent.h>
@@ -419,6 +424,140 @@ static int print_superlinear_cluster(int argc, char **argv) {
   return 0;
 }
 
+/* The text of `path`, NUL-terminated (NULL on failure). */
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *s = NULL;
+  size_t len = 0, cap = 0, got;
+  char buf[4096];
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (len + got + 1 > cap) {
+      cap = 2 * (len + got + 1);
+      char *t = realloc(s, cap);
+      if (!t) {
+        free(s);
+        fclose(f);
+        return NULL;
+      }
+      s = t;
+    }
+    memcpy(s + len, buf, got);
+    len += got;
+  }
+  fclose(f);
+  if (s) s[len] = '\0';
+  return s;
+}
+
+/* The spikes preset with its map's seed replaced by `map_seed`: the text up to the number after
+ * "seed" in its "spikes" object, the new seed, and the rest. NULL when the preset has no such
+ * member (the message says so). */
+static hlb_cluster *spikes_with_seed(const char *preset, unsigned map_seed) {
+  const char *spikes = strstr(preset, "\"spikes\"");
+  const char *seed = spikes ? strstr(spikes, "\"seed\"") : NULL;
+  const char *num = seed ? strchr(seed + 6, ':') : NULL;
+  if (!num) {
+    fprintf(stderr, "spike-maps: the preset has no \"spikes\": {\"seed\": ...} member\n");
+    return NULL;
+  }
+  num++;
+  while (*num == ' ') num++;
+  const char *rest = num;
+  while (*rest >= '0' && *rest <= '9') rest++;
+  size_t head = (size_t)(num - preset), n = head + strlen(rest) + 16;
+  char *json = malloc(n);
+  if (!json) return NULL;
+  snprintf(json, n, "%.*s%u%s", (int)head, preset, map_seed, rest);
+  hlb_cluster *c = NULL;
+  if (hlb_cluster_parse("spikes", json, &c)) fprintf(stderr, "spike-maps: %s\n", hlb_last_error());
+  free(json);
+  return c;
+}
+
+static int by_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* One policy's mean ratio to the bound over noise seeds 1..5. */
+static double mean_ratio(const hlb_cluster *c, size_t items, const char *policy) {
+  double sum = 0;
+  for (uint64_t seed = 1; seed <= 5; seed++) {
+    hlb_sim_result *r = sim(c, items, policy, NULL, seed);
+    if (!r || !r->exactly_once) {
+      hlb_sim_result_free(r);
+      return NAN;
+    }
+    sum += r->ratio;
+    hlb_sim_result_free(r);
+  }
+  return sum / 5;
+}
+
+/* bench_sim spike-maps [ITEMS] [MAPS]: one preset's spikes are one draw of where the dear items
+ * fall; this draws MAPS of them (docs/benchmarks.md, "Random spikes, many maps"). */
+static int run_spike_maps(int argc, char **argv) {
+  size_t items = argc > 2 ? (size_t)atof(argv[2]) : 100000;
+  unsigned maps = argc > 3 ? (unsigned)atoi(argv[3]) : 20;
+  if (items < 1 || maps < 1 || maps > 1000) {
+    fprintf(stderr, "usage: bench_sim spike-maps [ITEMS >= 1] [MAPS 1-1000]\n");
+    return 2;
+  }
+  char *preset = read_text(HLB_PRESETS_DIR "/irregular-2machines-spikes.json");
+  if (!preset) {
+    fprintf(stderr, "spike-maps: cannot read %s\n",
+            HLB_PRESETS_DIR "/irregular-2machines-spikes.json");
+    return 1;
+  }
+  const char *names[] = {"greedy", "plb-hac", "hlb"};
+  double *ratio[3];
+  for (unsigned i = 0; i < 3; i++)
+    if (!(ratio[i] = calloc(maps, sizeof *ratio[i]))) {
+      fprintf(stderr, "spike-maps: out of memory\n");
+      return 1;
+    }
+  printf("== irregular-2machines-spikes, map seeds 1-%u, %zu items: mean ratio to the bound over "
+         "noise seeds 1-5 ==\n%-10s %10s %10s %10s\n",
+         maps, items, "map seed", names[0], names[1], names[2]);
+  unsigned above = 0, over_greedy = 0, failed = 0;
+  for (unsigned m = 0; m < maps; m++) {
+    hlb_cluster *c = spikes_with_seed(preset, m + 1);
+    if (!c) return 1;
+    for (unsigned i = 0; i < 3; i++) {
+      ratio[i][m] = mean_ratio(c, items, names[i]);
+      failed += isnan(ratio[i][m]);
+    }
+    hlb_cluster_free(c);
+    printf("%-10u %10.4f %10.4f %10.4f\n", m + 1, ratio[0][m], ratio[1][m], ratio[2][m]);
+    above += ratio[2][m] > 1.05;
+    over_greedy += ratio[2][m] > ratio[0][m];
+    fflush(stdout);
+  }
+  printf("%-10s", "geomean");
+  for (unsigned i = 0; i < 3; i++) {
+    double lg = 0;
+    for (unsigned m = 0; m < maps; m++)
+      lg += log(ratio[i][m]);
+    printf(" %10.4f", exp(lg / maps));
+  }
+  printf("\n%-10s", "median");
+  for (unsigned i = 0; i < 3; i++) {
+    qsort(ratio[i], maps, sizeof *ratio[i], by_double);
+    printf(" %10.4f", maps % 2 ? ratio[i][maps / 2]
+                               : 0.5 * (ratio[i][maps / 2 - 1] + ratio[i][maps / 2]));
+  }
+  printf("\n%-10s", "worst");
+  for (unsigned i = 0; i < 3; i++)
+    printf(" %10.4f", ratio[i][maps - 1]);
+  printf("\nhlb above 1.05 on %u of %u maps, above greedy on %u\n", above, maps, over_greedy);
+  for (unsigned i = 0; i < 3; i++)
+    free(ratio[i]);
+  free(preset);
+  if (failed) fprintf(stderr, "spike-maps: %u runs failed or lost items (NAN above)\n", failed);
+  return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "all";
   if (!strcmp(what, "events") || !strcmp(what, "all"))
@@ -431,5 +570,6 @@ int main(int argc, char **argv) {
     bench_policies(argc > 2 && strcmp(what, "all") ? argv[2] : HLB_PRESETS_DIR);
   if (!strcmp(what, "superlinear")) return run_superlinear(argc, argv);
   if (!strcmp(what, "superlinear-cluster")) return print_superlinear_cluster(argc, argv);
+  if (!strcmp(what, "spike-maps")) return run_spike_maps(argc, argv);
   return 0;
 }
