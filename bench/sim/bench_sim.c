@@ -14,11 +14,13 @@
  *                                         over ITEMS items (default 10^5; 1e6 style)
  *   bench_sim superlinear-cluster PUS K  prints the JSON of that table's cluster K (1-3) of PUS
  *                                         PUs, for `hlb sim FILE` (docs/benchmarks.md)
- *   bench_sim spike-maps [ITEMS] [MAPS]  the irregular-2machines-spikes preset with its random
+ *   bench_sim spike-maps [ITEMS] [MAPS] [PARAMS]
+ *                                       the irregular-2machines-spikes preset with its random
  *                                         spikes drawn from map seeds 1..MAPS (default 20) instead
- *                                         of its one seed: greedy, plb-hac and hlb, the mean ratio
- *                                         to the bound over noise seeds 1-5 of each map, over
- *                                         ITEMS items (default 10^5)
+ *                                         of its one seed: greedy, plb-hac, hlb and hlb with
+ *                                         PARAMS when given (e.g. block_budget=0.02), the mean
+ *                                         ratio to the bound over noise seeds 1-5 of each map,
+ *                                         over ITEMS items (default 10^5)
  *   bench_sim all      (default)         events, scale and policies, with their default sizes
  */
 #include <dirent.h>
@@ -481,10 +483,11 @@ static int by_double(const void *a, const void *b) {
 }
 
 /* One policy's mean ratio to the bound over noise seeds 1..5. */
-static double mean_ratio(const hlb_cluster *c, size_t items, const char *policy) {
+static double mean_ratio(const hlb_cluster *c, size_t items, const char *policy,
+                         const char *params) {
   double sum = 0;
   for (uint64_t seed = 1; seed <= 5; seed++) {
-    hlb_sim_result *r = sim(c, items, policy, NULL, seed);
+    hlb_sim_result *r = sim(c, items, policy, params, seed);
     if (!r || !r->exactly_once) {
       hlb_sim_result_free(r);
       return NAN;
@@ -495,13 +498,15 @@ static double mean_ratio(const hlb_cluster *c, size_t items, const char *policy)
   return sum / 5;
 }
 
-/* bench_sim spike-maps [ITEMS] [MAPS]: one preset's spikes are one draw of where the dear items
- * fall; this draws MAPS of them (docs/benchmarks.md, "Random spikes, many maps"). */
+/* bench_sim spike-maps [ITEMS] [MAPS] [PARAMS]: one preset's spikes are one draw of where the dear
+ * items fall; this draws MAPS of them (docs/benchmarks.md, "Random spikes, many maps"), and runs
+ * hlb with PARAMS too when given. */
 static int run_spike_maps(int argc, char **argv) {
   size_t items = argc > 2 ? (size_t)atof(argv[2]) : 100000;
   unsigned maps = argc > 3 ? (unsigned)atoi(argv[3]) : 20;
-  if (items < 1 || maps < 1 || maps > 1000) {
-    fprintf(stderr, "usage: bench_sim spike-maps [ITEMS >= 1] [MAPS 1-1000]\n");
+  const char *params = argc > 4 ? argv[4] : NULL;
+  if (items < 1 || maps < 1 || maps > 1000 || argc > 5) {
+    fprintf(stderr, "usage: bench_sim spike-maps [ITEMS >= 1] [MAPS 1-1000] [PARAMS]\n");
     return 2;
   }
   char *preset = read_text(HLB_PRESETS_DIR "/irregular-2machines-spikes.json");
@@ -510,48 +515,61 @@ static int run_spike_maps(int argc, char **argv) {
             HLB_PRESETS_DIR "/irregular-2machines-spikes.json");
     return 1;
   }
-  const char *names[] = {"greedy", "plb-hac", "hlb"};
-  double *ratio[3];
-  for (unsigned i = 0; i < 3; i++)
+  const char *names[] = {"greedy", "plb-hac", "hlb", "hlb"};
+  const char *prm[] = {NULL, NULL, NULL, params};
+  unsigned n = params ? 4 : 3;
+  double *ratio[4] = {NULL};
+  for (unsigned i = 0; i < n; i++)
     if (!(ratio[i] = calloc(maps, sizeof *ratio[i]))) {
       fprintf(stderr, "spike-maps: out of memory\n");
       return 1;
     }
   printf("== irregular-2machines-spikes, map seeds 1-%u, %zu items: mean ratio to the bound over "
-         "noise seeds 1-5 ==\n%-10s %10s %10s %10s\n",
-         maps, items, "map seed", names[0], names[1], names[2]);
-  unsigned above = 0, over_greedy = 0, failed = 0;
+         "noise seeds 1-5 ==\n%-10s",
+         maps, items, "map seed");
+  for (unsigned i = 0; i < n; i++)
+    printf(" %10s", i == 3 ? params : names[i]);
+  printf("\n");
+  unsigned above[4] = {0}, over_greedy[4] = {0}, failed = 0;
   for (unsigned m = 0; m < maps; m++) {
     hlb_cluster *c = spikes_with_seed(preset, m + 1);
     if (!c) return 1;
-    for (unsigned i = 0; i < 3; i++) {
-      ratio[i][m] = mean_ratio(c, items, names[i]);
+    printf("%-10u", m + 1);
+    for (unsigned i = 0; i < n; i++) {
+      ratio[i][m] = mean_ratio(c, items, names[i], prm[i]);
       failed += isnan(ratio[i][m]);
+      above[i] += ratio[i][m] > 1.05;
+      over_greedy[i] += ratio[i][m] > ratio[0][m];
+      printf(" %10.4f", ratio[i][m]);
     }
     hlb_cluster_free(c);
-    printf("%-10u %10.4f %10.4f %10.4f\n", m + 1, ratio[0][m], ratio[1][m], ratio[2][m]);
-    above += ratio[2][m] > 1.05;
-    over_greedy += ratio[2][m] > ratio[0][m];
+    printf("\n");
     fflush(stdout);
   }
   printf("%-10s", "geomean");
-  for (unsigned i = 0; i < 3; i++) {
+  for (unsigned i = 0; i < n; i++) {
     double lg = 0;
     for (unsigned m = 0; m < maps; m++)
       lg += log(ratio[i][m]);
     printf(" %10.4f", exp(lg / maps));
   }
   printf("\n%-10s", "median");
-  for (unsigned i = 0; i < 3; i++) {
+  for (unsigned i = 0; i < n; i++) {
     qsort(ratio[i], maps, sizeof *ratio[i], by_double);
     printf(" %10.4f", maps % 2 ? ratio[i][maps / 2]
                                : 0.5 * (ratio[i][maps / 2 - 1] + ratio[i][maps / 2]));
   }
   printf("\n%-10s", "worst");
-  for (unsigned i = 0; i < 3; i++)
+  for (unsigned i = 0; i < n; i++)
     printf(" %10.4f", ratio[i][maps - 1]);
-  printf("\nhlb above 1.05 on %u of %u maps, above greedy on %u\n", above, maps, over_greedy);
-  for (unsigned i = 0; i < 3; i++)
+  printf("\n%-10s", "> 1.05");
+  for (unsigned i = 0; i < n; i++)
+    printf(" %10u", above[i]);
+  printf("\n%-10s", "> greedy");
+  for (unsigned i = 0; i < n; i++)
+    printf(" %10u", over_greedy[i]);
+  printf("\n");
+  for (unsigned i = 0; i < n; i++)
     free(ratio[i]);
   free(preset);
   if (failed) fprintf(stderr, "spike-maps: %u runs failed or lost items (NAN above)\n", failed);

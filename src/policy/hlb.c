@@ -25,6 +25,9 @@
  *   In a run without item costs a PU whose curve missed beyond prior_tolerance stays distrusted
  *   for the run (note_uneven): items that do not cost the same. A distrusted PU is not cut below
  *   its flat size, or twice that where its curve agrees (flat_floor).
+ * - block_budget (off by default): in a pass of items not measured before, no block planned
+ *   longer than that share of the predicted makespan unless its fixed cost needs more; it keeps a
+ *   slow PU out of dear items nobody has met yet (budget_size).
  * - The end is discrete: when fewer granules are left than the split can place, a PU whose
  *   share is under a granule works unless the busy PUs would finish every granule left
  *   before it finishes one (earliest completion, as greedy does by accident).
@@ -73,6 +76,7 @@ enum {
   P_BEST,
   P_BEST_SLACK,
   P_TAIL_GROW,
+  P_BUDGET,
   P_COUNT
 };
 
@@ -121,6 +125,12 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "block of a pass that starts from item costs an earlier pass measured or of a PU that "
      "starts from an earlier run's blocks, is at most this many times the largest block the PU "
      "has completed (grow for the others)."},
+    {"block_budget", 0.0, 0.0, 1.0,
+     "Off at 0 (the default). Above 0: in a pass whose items no earlier pass measured, no block is "
+     "planned longer than this fraction of the predicted makespan, unless its fixed cost needs "
+     "more (overhead_max): a slow PU's block that meets dear items nobody has met yet cannot "
+     "run far past the others (0.02 on the random spikes map over 20 map seeds: 1.22 -> 1.09 x "
+     "the bound, never above greedy; costs 0.1-0.3 % on uniform work behind shared links)."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
@@ -1005,6 +1015,26 @@ static size_t to_count(const hlbp *h, double x) {
   return hlb__plb_round(h->ctx, (double)hlb_balancer_count_for_cost(h->ctx->balancer, x));
 }
 
+/* block_budget: the largest block (a cost) whose predicted time is within the budget's share of
+ * the predicted makespan, or the amortising size `amort` when that is larger; +inf when the
+ * budget is off, nothing is planned yet, or an earlier pass measured the items (their costs
+ * say where the dear ones are). The guard (guarded_size) bounds a block by the misses the run
+ * has seen; before the first dear item nothing has missed, and on the random spikes map machine
+ * B's CPU, 48x slower per item than A's GPU and 1 ms of fixed cost, took 422 rows 16.5 s into
+ * a run predicted to end near 220 s and met spikes: they took 486 s (map seed 19, noise seed
+ * 1: 2.37 x the bound, greedy 1.61; docs/benchmarks.md, "Random spikes, many maps"). Its cut
+ * costs such a PU almost nothing: its fixed cost is a thousandth of a block. It costs PUs whose
+ * blocks queue on a shared node link a wait per block, which their curves do not show (the
+ * PLB-HAC matmul presets: 0.1-0.3 %), so it is off by default. */
+static double budget_size(const hlbp *h, const hlb_curve *c, hlb__plb_memo *memo, double left,
+                          double amort) {
+  double share = h->prm[P_BUDGET];
+  if (!(share > 0) || !h->planned || hlb_balancer_items_measured(h->ctx->balancer))
+    return INFINITY;
+  double t_max = share * (h->target - h->t0);
+  return fmax(amort, hlb__plb_inverse_memo(memo, c, t_max, left));
+}
+
 static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   hlbp *h = state;
   if (pu >= h->n) return hlb__error(HLB_EINVAL, "hlb: pu %u out of range (%u PUs)", pu, h->n);
@@ -1127,6 +1157,8 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
     tail_cap = NEAR_END_GROW * q->u.max_items;
   if (seen_before || near_end) cap = fmin(cap, tail_cap);
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
+  double budget = budget_size(h, c, &memo, left, amort);
+  if (x > budget) x = budget, last = 0;
   double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) { /* never above the plan's size */
     /* The amortising floor keeps a guarded block worth its fixed cost, but a last block beyond
