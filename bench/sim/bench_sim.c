@@ -30,7 +30,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <cJSON.h>
+
+#include "../bench_median.h"
 #include "common/clock.h"
+#include "common/json.h"
 #include "common/rng.h"
 #include "hlb/cluster.h"
 #include "hlb/error.h"
@@ -426,60 +430,23 @@ static int print_superlinear_cluster(int argc, char **argv) {
   return 0;
 }
 
-/* The text of `path`, NUL-terminated (NULL on failure). */
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *s = NULL;
-  size_t len = 0, cap = 0, got;
-  char buf[4096];
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-    if (len + got + 1 > cap) {
-      cap = 2 * (len + got + 1);
-      char *t = realloc(s, cap);
-      if (!t) {
-        free(s);
-        fclose(f);
-        return NULL;
-      }
-      s = t;
-    }
-    memcpy(s + len, buf, got);
-    len += got;
-  }
-  fclose(f);
-  if (s) s[len] = '\0';
-  return s;
-}
-
-/* The spikes preset with its map's seed replaced by `map_seed`: the text up to the number after
- * "seed" in its "spikes" object, the new seed, and the rest. NULL when the preset has no such
- * member (the message says so). */
-static hlb_cluster *spikes_with_seed(const char *preset, unsigned map_seed) {
-  const char *spikes = strstr(preset, "\"spikes\"");
-  const char *seed = spikes ? strstr(spikes, "\"seed\"") : NULL;
-  const char *num = seed ? strchr(seed + 6, ':') : NULL;
-  if (!num) {
-    fprintf(stderr, "spike-maps: the preset has no \"spikes\": {\"seed\": ...} member\n");
-    return NULL;
-  }
-  num++;
-  while (*num == ' ') num++;
-  const char *rest = num;
-  while (*rest >= '0' && *rest <= '9') rest++;
-  size_t head = (size_t)(num - preset), n = head + strlen(rest) + 16;
-  char *json = malloc(n);
-  if (!json) return NULL;
-  snprintf(json, n, "%.*s%u%s", (int)head, preset, map_seed, rest);
+/* The spikes preset (its parsed JSON) with its map's seed set to `map_seed`, as a cluster; NULL
+ * with the message printed when the preset has no cost_map.spikes.seed or does not parse. */
+static hlb_cluster *spikes_with_seed(const cJSON *preset, unsigned map_seed) {
+  cJSON *copy = cJSON_Duplicate(preset, 1);
+  cJSON *spikes = cJSON_GetObjectItem(cJSON_GetObjectItem(copy, "cost_map"), "spikes");
+  cJSON *seed = cJSON_GetObjectItem(spikes, "seed");
   hlb_cluster *c = NULL;
-  if (hlb_cluster_parse("spikes", json, &c)) fprintf(stderr, "spike-maps: %s\n", hlb_last_error());
-  free(json);
+  char *json = NULL;
+  if (!cJSON_IsNumber(seed))
+    fprintf(stderr, "spike-maps: the preset has no cost_map.spikes.seed\n");
+  else if (cJSON_SetNumberValue(seed, map_seed), !(json = cJSON_PrintUnformatted(copy)))
+    fprintf(stderr, "spike-maps: out of memory\n");
+  else if (hlb_cluster_parse("spikes", json, &c))
+    fprintf(stderr, "spike-maps: %s\n", hlb_last_error());
+  cJSON_free(json);
+  cJSON_Delete(copy);
   return c;
-}
-
-static int by_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* One policy's mean ratio to the bound over noise seeds 1..5. */
@@ -509,10 +476,9 @@ static int run_spike_maps(int argc, char **argv) {
     fprintf(stderr, "usage: bench_sim spike-maps [ITEMS >= 1] [MAPS 1-1000] [PARAMS]\n");
     return 2;
   }
-  char *preset = read_text(HLB_PRESETS_DIR "/irregular-2machines-spikes.json");
-  if (!preset) {
-    fprintf(stderr, "spike-maps: cannot read %s\n",
-            HLB_PRESETS_DIR "/irregular-2machines-spikes.json");
+  cJSON *preset = NULL;
+  if (hlb__json_load_file(HLB_PRESETS_DIR "/irregular-2machines-spikes.json", &preset)) {
+    fprintf(stderr, "spike-maps: %s\n", hlb_last_error());
     return 1;
   }
   const char *names[] = {"greedy", "plb-hac", "hlb", "hlb"};
@@ -546,22 +512,22 @@ static int run_spike_maps(int argc, char **argv) {
     printf("\n");
     fflush(stdout);
   }
-  printf("%-10s", "geomean");
+  double geomean[4], worst[4] = {0};
   for (unsigned i = 0; i < n; i++) {
     double lg = 0;
     for (unsigned m = 0; m < maps; m++)
-      lg += log(ratio[i][m]);
-    printf(" %10.4f", exp(lg / maps));
+      lg += log(ratio[i][m]), worst[i] = fmax(worst[i], ratio[i][m]);
+    geomean[i] = exp(lg / maps);
   }
+  printf("%-10s", "geomean");
+  for (unsigned i = 0; i < n; i++)
+    printf(" %10.4f", geomean[i]);
   printf("\n%-10s", "median");
-  for (unsigned i = 0; i < n; i++) {
-    qsort(ratio[i], maps, sizeof *ratio[i], by_double);
-    printf(" %10.4f", maps % 2 ? ratio[i][maps / 2]
-                               : 0.5 * (ratio[i][maps / 2 - 1] + ratio[i][maps / 2]));
-  }
+  for (unsigned i = 0; i < n; i++)
+    printf(" %10.4f", bench_median(ratio[i], maps));
   printf("\n%-10s", "worst");
   for (unsigned i = 0; i < n; i++)
-    printf(" %10.4f", ratio[i][maps - 1]);
+    printf(" %10.4f", worst[i]);
   printf("\n%-10s", "> 1.05");
   for (unsigned i = 0; i < n; i++)
     printf(" %10u", above[i]);
@@ -571,7 +537,7 @@ static int run_spike_maps(int argc, char **argv) {
   printf("\n");
   for (unsigned i = 0; i < n; i++)
     free(ratio[i]);
-  free(preset);
+  cJSON_Delete(preset);
   if (failed) fprintf(stderr, "spike-maps: %u runs failed or lost items (NAN above)\n", failed);
   return failed ? 1 : 0;
 }

@@ -1030,8 +1030,7 @@ static size_t to_count(const hlbp *h, double x) {
 static double budget_size(const hlbp *h, const hlb_curve *c, hlb__plb_memo *memo, double left,
                           double amort) {
   double share = h->prm[P_BUDGET];
-  if (!(share > 0) || !h->planned || hlb_balancer_items_measured(h->ctx->balancer))
-    return INFINITY;
+  if (!(share > 0) || !h->planned || hlb_balancer_items_measured(h->ctx->balancer)) return INFINITY;
   double t_max = share * (h->target - h->t0);
   return fmax(amort, hlb__plb_inverse_memo(memo, c, t_max, left));
 }

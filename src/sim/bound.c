@@ -40,8 +40,9 @@
  *
  * For subadditive curves (fixed cost >= 0 plus linear, every paper preset) without a largest
  * block c_p(y) / y falls with y, m_p(x) = c_p(x) / x, L_p = W_p = c_p, and the bound is the
- * one-block-per-PU equal-finish-time split it always was; with one, W_p = ceil(x / Y) blocks. With quadratic, cubic or x ln x terms, cutting a share into blocks
- * near the best size per item is cheaper than one block, and the bound says so.
+ * one-block-per-PU equal-finish-time split it always was; with one, W_p = ceil(x / Y) blocks. With
+ * quadratic, cubic or x ln x terms, cutting a share into blocks near the best size per item is
+ * cheaper than one block, and the bound says so.
  *
  * m_p needs the minima of c_p(y) / y = f / y + l + q y + r y^2 + s ln y (f: fixed cost per
  * block incl. latencies, l: per-item cost incl. bytes, q, r, s: quadratic, cubic, x ln x); its
@@ -151,15 +152,17 @@ static double k_blocks(const pu_bound *b, double x, double k) {
   return k * block_time(b, fmax(x / k, b->ymin));
 }
 
-/* W(x) = least k c~(x / k) over whole k >= max(1, x / Y): convex in k, so the whole k either
- * side of the real best x / y_best (two each side, against rounding) hold the least. */
+/* W(x) = least k c~(x / k) over whole k >= max(1, x / Y): convex in k, so the least is at the
+ * whole k next to the real best x / y_best (two tried each side, against rounding), or at the
+ * smallest k allowed when that lies below it. Each k tried is allowed, so trying more only
+ * keeps W a bound. */
 static double least_busy_whole(const pu_bound *b, double x) {
   double k_lo = fmax(1.0, ceil(x / b->block_cap * (1 - 1e-12)));
   if (!isfinite(b->y_best)) return k_blocks(b, x, k_lo);
-  double k_real = floor(x / b->y_best), best = INFINITY;
-  for (double k = k_real - 1; k <= k_real + 2; k++)
-    if (k >= k_lo) best = fmin(best, k_blocks(b, x, k));
-  return isfinite(best) ? best : k_blocks(b, x, k_lo);
+  double k_first = fmax(k_lo, floor(x / b->y_best) - 1), best = INFINITY;
+  for (double k = k_first; k <= k_first + 3; k++)
+    best = fmin(best, k_blocks(b, x, k));
+  return best;
 }
 
 static double least_busy(const pu_bound *b, double x) {
@@ -199,15 +202,15 @@ static void whole_blocks_of(pu_bound *b) {
   double y0 = b->ymin;
   double slope0 = b->l + y0 * (2 * b->q + 3 * b->r * y0) + b->s * (log(y0) + 1);
   int superlinear = b->q > 0 || b->r > 0 || b->s > 0;
-  b->whole_blocks = b->q >= 0 && b->r >= 0 && b->s >= 0 && slope0 >= 0 &&
-                    (superlinear || isfinite(b->block_cap));
+  b->whole_blocks =
+      b->q >= 0 && b->r >= 0 && b->s >= 0 && slope0 >= 0 && (superlinear || isfinite(b->block_cap));
   b->y_best = INFINITY;
   if (!b->whole_blocks) return;
   if (cubic(b, y0) >= 0) /* c(y) / y rises from the smallest block on */
     b->y_best = y0;
   for (unsigned i = 0; i < b->n_stat; i++)
-    if (b->y_best == INFINITY || block_time(b, b->stat[i]) / b->stat[i] <
-                                     block_time(b, b->y_best) / b->y_best)
+    if (b->y_best == INFINITY ||
+        block_time(b, b->stat[i]) / b->stat[i] < block_time(b, b->y_best) / b->y_best)
       b->y_best = b->stat[i];
 }
 
@@ -251,8 +254,7 @@ static int bound_of(const hlb_cluster *c, size_t n_items, const double *slow, co
     hi = fmax(hi, least_busy(&pb[p], N)); /* any one PU doing everything */
   }
   if (on == 0)
-    return hlb__error(HLB_EINVAL, "sim: lower bound: no PU is left to process %zu items",
-                      n_items);
+    return hlb__error(HLB_EINVAL, "sim: lower bound: no PU is left to process %zu items", n_items);
   double lo = 0;
   for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
     double mid = 0.5 * (lo + hi);

@@ -418,6 +418,17 @@ static void lower_bound_is_below_every_run(void **state) {
   }
 }
 
+/* One cpu PU on a free node, items without bytes: `members` are its time (and cap). */
+static hlb_cluster *one_pu(const char *members) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
+           "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": [{\"name\": \"a\", "
+           "\"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, %s}]}]}",
+           members);
+  return parse(json);
+}
+
 /* The bound counts a PU's blocks whole (the issue's F*(x) = min over k of k F(x / k)) and a
  * PU's max_items as its largest block, as the simulator does: 150 items on one PU of
  * 0.01 + 1e-6 y^2 s per block (best block 100 items, 0.2 ms an item) take 2 blocks of 75 at
@@ -425,12 +436,7 @@ static void lower_bound_is_below_every_run(void **state) {
  * 1 + 0.001 y s with blocks of at most 100 take 10 blocks, 11 s, which a run reaches. */
 static void lower_bound_counts_whole_blocks(void **state) {
   (void)state;
-  const char *quad =
-      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
-      "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
-      "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
-      "\"time\": {\"const\": 0.01, \"quadratic\": 1e-6}}]}]}";
-  hlb_cluster *c = parse(quad);
+  hlb_cluster *c = one_pu("\"time\": {\"const\": 0.01, \"quadratic\": 1e-6}");
   double bound = 0;
   assert_int_equal(hlb_sim_lower_bound(c, 150, &bound), 0);
   assert_near(bound, 0.03125, 1e-9);
@@ -438,12 +444,7 @@ static void lower_bound_counts_whole_blocks(void **state) {
   assert_int_equal(hlb_sim_lower_bound(c, 300, &bound), 0);
   assert_near(bound, 0.06, 1e-9);
   hlb_cluster_free(c);
-  const char *capped =
-      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
-      "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
-      "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
-      "\"time\": {\"const\": 1, \"linear\": 0.001}, \"max_items\": 100}]}]}";
-  c = parse(capped);
+  c = one_pu("\"time\": {\"const\": 1, \"linear\": 0.001}, \"max_items\": 100");
   assert_int_equal(hlb_sim_lower_bound(c, 1000, &bound), 0);
   assert_near(bound, 11.0, 1e-9);
   assert_int_equal(hlb_sim_lower_bound(c, 150, &bound), 0);
@@ -478,12 +479,7 @@ static void lower_bound_matches_one_block_when_subadditive(void **state) {
   assert_int_equal(hlb_eft_solve(k, NULL, 2, 100000, x, &eft), 0);
   assert_true(fabs(bound - eft) <= 1e-9 * eft);
   hlb_cluster_free(c);
-  const char *quad =
-      "{\"item\": {\"in_bytes\": 0, \"out_bytes\": 0}, \"nodes\": [{\"name\": \"n\", "
-      "\"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, \"pus\": ["
-      "{\"name\": \"a\", \"kind\": \"cpu\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e9}, "
-      "\"time\": {\"const\": 0.01, \"quadratic\": 1e-6}}]}]}";
-  c = parse(quad);
+  c = one_pu("\"time\": {\"const\": 0.01, \"quadratic\": 1e-6}");
   assert_int_equal(hlb_sim_lower_bound(c, 100000, &bound), 0);
   /* One block: 0.01 + 1e-6 * 1e10 = 10000 s. Best blocks of y = 100 items: 0.02 s per 100
    * items, so 100000 items need 20 s at least. */
