@@ -18,7 +18,7 @@
  *                                       the irregular-2machines-spikes preset with its random
  *                                         spikes drawn from map seeds 1..MAPS (default 20) instead
  *                                         of its one seed: greedy, plb-hac, hlb and hlb with
- *                                         PARAMS when given (e.g. block_budget=0.02), the mean
+ *                                         PARAMS when given (e.g. block_budget=0), the mean
  *                                         ratio to the bound over noise seeds 1-5 of each map,
  *                                         over ITEMS items (default 10^5)
  *   bench_sim all      (default)         events, scale and policies, with their default sizes

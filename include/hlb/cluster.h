@@ -78,6 +78,9 @@ typedef struct hlb_cluster {
   unsigned cost_slices;
   double *cost_weight;
   double *cost_prefix;
+  /* cost_map.declared: the simulated app says its items vary (hlb_codelet.items_vary), so
+   * the balancer is told so (hlb_balancer_config.items_vary). */
+  int cost_declared;
 } hlb_cluster;
 
 /* Load and validate a cluster file. On error returns HLB_EIO or HLB_EPARSE and

@@ -141,6 +141,16 @@ typedef struct hlb_codelet {
   /* cuda launcher, compiled by nvcc in the caller's .cu file; queue is the cudaStream_t to
    * launch on; the executor synchronises it. NULL: no CUDA. */
   int (*cuda)(const hlb_exec_call *c);
+  /* Nonzero: some items cost far more than the others, at places nothing before them shows
+   * (the long rows of a power-law sparse matrix, particles that cluster at random). Until a
+   * pass has measured them (a stored run's item costs, an earlier pass of the same run), the
+   * default policy keeps every block under a small share of the predicted run (its
+   * block_budget), so that a slow PU's block landing on dear items nobody has met cannot hold
+   * the other PUs idle at the end; each extra block costs its fixed cost (the spmv app says so:
+   * its long rows fall at random). 0 (the mandelbrot app: its dear rows are one region, which
+   * the first blocks find and the guard follows): blocks are sized by the PUs' curves and the
+   * misses the run has seen. */
+  int items_vary;
 } hlb_codelet;
 
 /* Failures a PU tolerates in a row before it is retired (its block goes back to the pool

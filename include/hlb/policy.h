@@ -124,6 +124,8 @@ HLB_EXTERN int hlb_balancer_has_item_cost(const hlb_balancer *b);
  * miss is noise or a slow PU, not an unforeseen dear region, and a policy's guards for work
  * seen once need not bind. */
 HLB_EXTERN int hlb_balancer_items_measured(const hlb_balancer *b);
+/* 1 when the caller said the items' costs vary (hlb_balancer_config.items_vary). */
+HLB_EXTERN int hlb_balancer_items_vary(const hlb_balancer *b);
 /* 1 when this pass's item costs are on trial, vary little over the items (their coefficient of
  * variation under 0.3), and this pass's finished blocks do not say otherwise: each PU's line of
  * time against count misses them by little more than noise, or too few are scored to tell. An

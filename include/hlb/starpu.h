@@ -85,6 +85,9 @@ typedef struct hlb_starpu_options {
    * starpu_pause or starpu_resume from another thread during a run. 0: the workers keep
    * polling, as StarPU leaves them (the comparison runs StarPU's schedulers that way). */
   int pause_at_end;
+  /* Nonzero: the items' costs vary (as hlb_codelet.items_vary, include/hlb/exec.h, which sets
+   * it for hlb_starpu_run_codelet and hlb_starpu_passes_open). */
+  int items_vary;
 } hlb_starpu_options;
 
 /* Default equal blocks per worker when StarPU's scheduler places them: enough for a dynamic

@@ -224,6 +224,7 @@ int hlb_balancer_create(const hlb_balancer_config *cfg, hlb_balancer **out) {
   b->n_pus = cfg->n_pus;
   b->n_items = cfg->n_items;
   b->granularity = cfg->granularity ? cfg->granularity : 1;
+  b->items_vary = cfg->items_vary != 0;
   b->keep_log = cfg->keep_log;
   rc = setup_policy(b, cfg);
   if (!rc) rc = copy_pus(b, cfg);
@@ -757,6 +758,10 @@ int hlb_balancer_item_cost_trusted(const hlb_balancer *b) {
 
 int hlb_balancer_items_measured(const hlb_balancer *b) {
   return b->use_cost || hlb_balancer_item_cost_on_trial(b);
+}
+
+int hlb_balancer_items_vary(const hlb_balancer *b) {
+  return b->items_vary;
 }
 
 int hlb_balancer_samples_rescaled(const hlb_balancer *b) {

@@ -43,6 +43,7 @@ struct hlb_balancer {
   hlb__density density;
   int use_cost;
   int learn_cost;        /* keep finished blocks for hlb_balancer_item_cost */
+  int items_vary;        /* the caller said the items' costs vary (config.items_vary) */
   hlb__density_obs *obs; /* finished blocks with usable times, when learn_cost */
   size_t n_obs, cap_obs;
   /* hlb_balancer_log_sample in a run that learnt item costs without sizing by them: what it

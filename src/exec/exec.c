@@ -1122,7 +1122,8 @@ static int make_balancer(run_ctx *r, const unsigned *bidx, unsigned nb, size_t n
                              .item_cost = item_cost,
                              .n_item_cost = n_item_cost,
                              .item_cost_on_trial = !trusted,
-                             .learn_item_cost = 1};
+                             .learn_item_cost = 1,
+                             .items_vary = r->cl->items_vary};
   int rc = hlb_balancer_create(&cfg, &r->b);
   free(desc);
   return rc;

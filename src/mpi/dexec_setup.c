@@ -306,7 +306,8 @@ int hlb__dx_new_balancer(dx *x, size_t n_items, const hlb_sample *const *prior,
                              .params = x->opt.params,
                              .keep_log = x->opt.keep_log,
                              .prior = prior,
-                             .n_prior = n_prior};
+                             .n_prior = n_prior,
+                             .items_vary = x->cl.items_vary};
   int rc = hlb_balancer_create(&cfg, out);
   free(desc);
   return rc;

@@ -124,12 +124,14 @@ static int count_kinds(const hlb__jctx *c, const cJSON *map) {
 }
 
 int hlb__cost_map_read(const hlb__jctx *c, const cJSON *root, hlb_cluster *cl) {
-  static const char *const known[] = {"segments", "profile", "spikes", "slices", "comment", NULL};
+  static const char *const known[] = {"segments", "profile", "spikes", "slices",
+                                      "declared", "comment", NULL};
   const cJSON *map = NULL, *arr = NULL, *spikes = NULL;
   int rc = hlb__json_object(c, root, "", "cost_map", 0, &map);
   if (rc || !map) return rc;
   if ((rc = hlb__json_only_keys(c, map, "cost_map", known)) || (rc = count_kinds(c, map)))
     return rc;
+  if ((rc = hlb__json_bool(c, map, "cost_map", "declared", 0, 0, &cl->cost_declared))) return rc;
   if ((rc = hlb__json_array(c, map, "cost_map", "segments", 0, &arr))) return rc;
   if (arr) {
     if (cJSON_GetObjectItemCaseSensitive(map, "slices"))

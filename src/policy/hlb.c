@@ -25,9 +25,10 @@
  *   In a run without item costs a PU whose curve missed beyond prior_tolerance stays distrusted
  *   for the run (note_uneven): items that do not cost the same. A distrusted PU is not cut below
  *   its flat size, or twice that where its curve agrees (flat_floor).
- * - block_budget (off by default): in a pass of items not measured before, no block planned
- *   longer than that share of the predicted makespan unless its fixed cost needs more; it keeps a
- *   slow PU out of dear items nobody has met yet (budget_size).
+ * - block_budget: where the caller says the items' costs vary (hlb_codelet.items_vary, a
+ *   simulated cost map) and no pass measured them before, no block is planned longer than that
+ *   share of the predicted makespan unless its fixed cost needs more; it keeps a slow PU out of
+ *   dear items nobody has met yet (budget_size).
  * - The end is discrete: when fewer granules are left than the split can place, a PU whose
  *   share is under a granule works unless the busy PUs would finish every granule left
  *   before it finishes one (earliest completion, as greedy does by accident).
@@ -125,13 +126,14 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "block of a pass that starts from item costs an earlier pass measured or of a PU that "
      "starts from an earlier run's blocks, is at most this many times the largest block the PU "
      "has completed (grow for the others)."},
-    {"block_budget", 0.0, 0.0, 1.0,
-     "Off at 0 (the default). Above 0: in a pass whose items no earlier pass measured, no block is "
-     "planned longer than this fraction of the predicted makespan, unless its fixed cost needs "
-     "more (overhead_max): a slow PU's block that meets dear items nobody has met yet cannot "
-     "run far past the others (0.02 on the random spikes map over 20 map seeds, 10^5 items: "
-     "1.22 -> 1.09 x the bound, above greedy on 0 maps instead of 4; costs 0.1-0.35 % on uniform "
-     "work whose blocks queue on shared links, more on small runs)."},
+    {"block_budget", 0.02, 0.0, 1.0,
+     "Where the items' costs are said to vary (the codelet's items_vary; a simulated cost_map "
+     "with declared true) and no earlier pass measured them, no block is planned longer than this "
+     "fraction "
+     "of the predicted makespan, unless its fixed cost needs more (overhead_max): a slow PU's "
+     "block that meets dear items nobody has met yet cannot run far past the others (the random "
+     "spikes map over 20 map seeds, 10^5 items: 1.22 -> 1.09 x the bound, above greedy on 0 maps "
+     "instead of 4). 0: off. Items said to cost the same are never held."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
@@ -1018,19 +1020,28 @@ static size_t to_count(const hlbp *h, double x) {
 
 /* block_budget: the largest block (a cost) whose predicted time is within the budget's share of
  * the predicted makespan, or the amortising size `amort` when that is larger; +inf when the
- * budget is off, nothing is planned yet, or an earlier pass measured the items (their costs
- * say where the dear ones are). The guard (guarded_size) bounds a block by the misses the run
+ * budget is off, the caller did not say that the items' costs vary (hlb_balancer_items_vary),
+ * nothing is planned yet, or an earlier pass measured the items (their costs say where the dear
+ * ones are). The guard (guarded_size) bounds a block by the misses the run
  * has seen; before the first dear item nothing has missed, and on the random spikes map machine
  * B's CPU, 48x slower per item than A's GPU and 1 ms of fixed cost, took 422 rows 16.5 s into
  * a run predicted to end near 220 s and met spikes: they took 486 s (map seed 19, noise seed
  * 1: 2.37 x the bound, greedy 1.61; docs/benchmarks.md, "Random spikes, many maps"). Its cut
  * costs such a PU almost nothing: its fixed cost is a thousandth of a block. It costs PUs whose
  * blocks queue on a shared node link a wait per block, which their curves do not show (the
- * PLB-HAC matmul presets: 0.1-0.3 %), so it is off by default. */
+ * PLB-HAC matmul presets: 0.1-0.3 %), and nothing the run sees before the first dear item tells
+ * uniform items from a map whose spikes it has not met yet (map 19: none in the 6120 rows done
+ * by 16.5 s). So it holds only work the caller says is irregular, where it is insurance with a
+ * price: on the simulated mandelbrot and segments maps, whose dear rows are no surprise after
+ * the first blocks, 0-1 % at 20000 items and more, 1.5-3 % at 5000 (so neither they nor the
+ * mandelbrot app say so; spmv, whose long rows fall at random, does; docs/benchmarks.md, "Said
+ * to vary"). */
 static double budget_size(const hlbp *h, const hlb_curve *c, hlb__plb_memo *memo, double left,
                           double amort) {
   double share = h->prm[P_BUDGET];
-  if (!(share > 0) || !h->planned || hlb_balancer_items_measured(h->ctx->balancer)) return INFINITY;
+  const hlb_balancer *b = h->ctx->balancer;
+  if (!(share > 0) || !h->planned || !hlb_balancer_items_vary(b) || hlb_balancer_items_measured(b))
+    return INFINITY;
   double t_max = share * (h->target - h->t0);
   return fmax(amort, hlb__plb_inverse_memo(memo, c, t_max, left));
 }

@@ -238,6 +238,7 @@ int hlb_starpu_passes_open(const hlb_codelet *hc, size_t n_items, const hlb_star
     p->o = *opt;
   else
     hlb_starpu_options_default(&p->o);
+  if (hc->items_vary) p->o.items_vary = 1; /* the codelet says so for every runtime */
   p->n_items = n_items;
   p->br = (bridge){
       .hc = hc, .has_in = hc->in_bytes_per_item > 0, .has_out = hc->out_bytes_per_item > 0};

@@ -509,7 +509,8 @@ static int make_balancer(run *r) {
                              .policy = r->o->policy,
                              .params = r->o->params,
                              .keep_log = r->o->keep_log || mem,
-                             .learn_item_cost = mem != NULL};
+                             .learn_item_cost = mem != NULL,
+                             .items_vary = r->o->items_vary};
   if (mem) {
     hlb__sp_memory_priors(mem, r->ids, r->n_pus, r->prior, r->n_prior);
     r->from_file = hlb__sp_memory_from_file(mem, r->ids, r->n_pus);

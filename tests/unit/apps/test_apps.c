@@ -105,6 +105,42 @@ static void test_cuda_kernels_load_on_demand(void **st) {
   assert_int_equal(hlb__apps_cuda_load(), 0); /* once */
 }
 
+/* A pass on the executor that notes whether every codelet it was given says its items vary
+ * (said 1), none does (0), or they disagree (-1); 2 before the first pass. */
+typedef struct noting_pass {
+  hlb_executor *ex;
+  int said;
+} noting_pass;
+
+static int note_items_vary(void *ctx, const hlb_codelet *cl, size_t n_items, unsigned changed,
+                           hlb_exec_stats *st) {
+  (void)changed;
+  noting_pass *np = ctx;
+  int v = cl->items_vary != 0;
+  np->said = np->said == 2 ? v : np->said == v ? v : -1;
+  return hlb_executor_run(np->ex, cl, n_items, NULL, st); /* the host's step reads the output */
+}
+
+/* spmv says in every pass's codelet that its items vary (hlb_codelet.items_vary: its long rows
+ * fall at random, and the default policy holds a first pass's blocks short); the others do not
+ * (mandelbrot's dear rows are one region the guard follows; the rest cost the same). */
+static void test_apps_say_whether_items_vary(void **st) {
+  (void)st;
+  noting_pass np = {.ex = open_pus("cpu")};
+  for (unsigned k = 0; k < hlb_app_count(); k++) {
+    const char *name = hlb_app_info_at(k)->name;
+    hlb_app *a = NULL;
+    assert_int_equal(hlb_app_create(name, hlb_app_info_at(k)->test_size, 1, &a), 0);
+    np.said = 2;
+    assert_int_equal(hlb_app_run_passes(a, note_items_vary, &np, NULL), 0);
+    assert_int_equal(hlb_app_verify(a), 0);
+    if (np.said != !strcmp(name, "spmv"))
+      fail_msg("%s: items_vary %d in its passes", name, np.said);
+    hlb_app_destroy(a);
+  }
+  hlb_executor_destroy(np.ex);
+}
+
 static void test_verify_catches_errors(void **st) {
   (void)st;
   hlb_executor *ex = open_pus("cpu");
@@ -135,6 +171,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cuda_kernels_load_on_demand),
       cmocka_unit_test(test_verify_catches_errors),
+      cmocka_unit_test(test_apps_say_whether_items_vary),
       cmocka_unit_test(test_cpu),
       cmocka_unit_test(test_opencl_alone),
       cmocka_unit_test(test_cpu_and_opencl),

@@ -807,6 +807,9 @@ static void kept_samples_are_sized_by_cost(void **state) {
 /* One pass of the hlb policy over n items on 2 PUs (PU 1 twice as slow), each block's time
  * 10 ms plus per item `cost(i)` x 0.1 ms (x 2 on PU 1) times a seeded noise of +-5 %; given
  * item costs (or NULL) on trial or not. Returns the balancer, its log kept, learning costs. */
+static hlb_balancer *run_pass(const hlb_balancer_config *c, double (*cost)(size_t, size_t),
+                              unsigned seed);
+
 static hlb_balancer *costed_pass(size_t n, double (*cost)(size_t, size_t), const double *given,
                                  int on_trial, unsigned seed) {
   hlb_balancer_config c = config(n, 2, "hlb", NULL);
@@ -815,6 +818,14 @@ static hlb_balancer *costed_pass(size_t n, double (*cost)(size_t, size_t), const
   c.item_cost = given;
   c.n_item_cost = given ? HLB_ITEM_COST_SLICES : 0;
   c.item_cost_on_trial = on_trial;
+  return run_pass(&c, cost, seed);
+}
+
+/* The pass itself, for any configuration of n_items over 2 PUs. */
+static hlb_balancer *run_pass(const hlb_balancer_config *cfg, double (*cost)(size_t, size_t),
+                              unsigned seed) {
+  const hlb_balancer_config c = *cfg;
+  const size_t n = c.n_items;
   hlb_balancer *b = NULL;
   assert_int_equal(hlb_balancer_create(&c, &b), 0);
   double t[2] = {0, 0}, took[2] = {0, 0};
@@ -856,6 +867,53 @@ static double first_half_dear(size_t i, size_t n) {
 static double all_the_same(size_t i, size_t n) {
   (void)i, (void)n;
   return 1.0;
+}
+
+/* The longest block of a pass, in seconds, and the pass's end (its log). */
+static double longest_block(const hlb_balancer *b, double *end) {
+  const hlb_decision *d = NULL;
+  size_t n = hlb_balancer_log(b, &d);
+  double longest = 0.0;
+  *end = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    if (d[i].outcome != HLB_OUTCOME_DONE) continue;
+    longest = fmax(longest, d[i].measured_s);
+    *end = fmax(*end, d[i].end_s);
+  }
+  return longest;
+}
+
+/* Items said to vary (hlb_balancer_config.items_vary) and seen for the first time: the hlb
+ * policy plans no block longer than block_budget (0.02) of the predicted run, unless its fixed
+ * cost needs more (overhead_max 0.05: 10 ms of fixed cost, 0.2 s); not said to vary, the same
+ * items are sized by the curves alone, in blocks of a large share of the run (seed 7: the
+ * longest 0.30 s of a 13.8 s pass in 103 blocks, against 3.7 s of 13.5 s in 27). Every item once
+ * either way. */
+static void items_said_to_vary_hold_every_block(void **state) {
+  (void)state;
+  const size_t n = 200000; /* about 14 s on PU 0, 27 s on PU 1: the budget 0.2-0.3 s */
+  double longest[2], end[2];
+  size_t blocks[2];
+  for (int vary = 0; vary <= 1; vary++) {
+    hlb_balancer_config c = config(n, 2, "hlb", NULL);
+    c.keep_log = 1;
+    c.items_vary = vary;
+    hlb_balancer *b = run_pass(&c, all_the_same, 7);
+    assert_int_equal(hlb_balancer_items_vary(b), vary);
+    assert_int_equal(hlb_balancer_remaining(b), 0);
+    const hlb_decision *d = NULL;
+    blocks[vary] = hlb_balancer_log(b, &d);
+    size_t items = 0;
+    for (size_t i = 0; i < blocks[vary]; i++)
+      items += d[i].count;
+    assert_int_equal(items, n); /* every item once: no block lost, none twice */
+    longest[vary] = longest_block(b, &end[vary]);
+    hlb_balancer_destroy(b);
+  }
+  if (!(longest[1] < 0.05 * end[1] && longest[0] > 0.1 * end[0]))
+    fail_msg("longest block %.3f s of %.3f s said to vary, %.3f s of %.3f s not (%zu and %zu "
+             "blocks)",
+             longest[1], end[1], longest[0], end[0], blocks[1], blocks[0]);
 }
 
 /* Kept samples are in the units the next pass sizes its blocks by. A first pass (no costs
@@ -1053,6 +1111,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(kept_samples_are_sized_by_cost),
       cmocka_unit_test(kept_samples_follow_the_costs_the_next_pass_sizes_by),
+      cmocka_unit_test(items_said_to_vary_hold_every_block),
       cmocka_unit_test(costs_learnt_from_noise_stay_on_trial),
       cmocka_unit_test(trusted_costs_are_kept_while_they_beat_counts),
       cmocka_unit_test(items_look_uniform_when_map_and_blocks_agree),
