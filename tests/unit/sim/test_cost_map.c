@@ -347,8 +347,9 @@ static void remembered_samples_are_costs(void **state) {
  * fixed cost needs it. The spikes preset's map drawn from map seeds 1-20 (the preset is one of
  * them, seed 3), 100000 items, noiseless: unheld (block_budget=0) the run ends 1.22 x the bound
  * on average and above greedy on 5 maps of 20, machine B's CPU meeting spikes nobody had met in
- * a block of hundreds of rows (map 19: 2.33 x); the default (0.02) 1.09, above greedy on 2 maps
- * (7 by 0.04 %, 10), worst 1.34 (docs/benchmarks.md, "Random spikes, many maps"). */
+ * a block of hundreds of rows (map 19: 2.33 x); the default (0.02) 1.054, worst 1.078, never
+ * above greedy (1.09, 1.34 and 2 maps while a PU's spread block, its second size, was not held:
+ * map 16's B CPU; docs/benchmarks.md, "Random spikes, many maps", "Said to vary"). */
 static void block_budget_holds_slow_pus_on_unseen_spikes(void **state) {
   (void)state;
   double log_sum = 0, worst = 0;
@@ -370,9 +371,9 @@ static void block_budget_holds_slow_pus_on_unseen_spikes(void **state) {
     hlb_cluster_free(c);
   }
   double mean = exp(log_sum / 20);
-  if (!(mean < 1.12 && worst < 1.4 && over_greedy <= 2))
+  if (!(mean < 1.07 && worst < 1.12 && over_greedy == 0))
     fail_msg("hlb over 20 spike maps: %.4f x the bound (geomean), worst %.4f, above greedy on %u "
-             "(expected < 1.12, < 1.4, <= 2; block_budget=0: 1.22, 2.33, 5)",
+             "(expected < 1.07, < 1.12, 0; block_budget=0: 1.22, 2.33, 5)",
              mean, worst, over_greedy);
 }
 
@@ -414,9 +415,9 @@ static void budget_holds_only_items_said_to_vary(void **state) {
  * within tail_idle of the finish even if it overran as badly as the run's worst block (1.051,
  * 1.137 at worst); and a block dearer per item than a smaller one by 10 % caps the PU's blocks
  * (best_block), read against every larger size measured, not only the next (1.040, 1.071). The
- * guard alone, without block_budget: with it (the default where items vary) this one map reads
- * 1.058, worst 1.21 (seed 12: machine B's CPU, held to 57-row blocks, met a spike slice in one at
- * 129 s, 128 s for a block planned at 4 s), and the 20 maps of block_budget's test below 1.09. */
+ * guard alone, without block_budget: with it (the default where items vary) this one map, one
+ * of the luckiest unheld, reads 1.060, worst 1.107, and the 20 maps of block_budget's test
+ * 1.054. */
 static void worst_miss_bounds_every_block(void **state) {
   (void)state;
   double worst, greedy_worst;
