@@ -96,8 +96,8 @@ typedef struct hlb_balancer_config {
    * block: 32 bytes a block). */
   int learn_item_cost;
   /* Nonzero: the caller says the items' costs differ in ways their count does not show
-   * (hlb_codelet.items_vary; a simulated cluster's cost_map). Where no earlier pass measured
-   * them (hlb_balancer_items_measured), a block may meet items dearer than any seen, and a
+   * (hlb_codelet.items_vary; a simulated cluster's cost_map.declared). Where no earlier pass
+   * measured them (hlb_balancer_items_measured), a block may meet items dearer than any seen, and a
    * policy may keep blocks short for it (the hlb policy's block_budget). */
   int items_vary;
 } hlb_balancer_config;

@@ -26,8 +26,8 @@
  *   for the run (note_uneven): items that do not cost the same. A distrusted PU is not cut below
  *   its flat size, or twice that where its curve agrees (flat_floor).
  * - block_budget: where the caller says the items' costs vary (hlb_codelet.items_vary, a
- *   simulated cost map) and no pass measured them before, no block is planned longer than that
- *   share of the predicted makespan unless its fixed cost needs more; it keeps a slow PU out of
+ *   simulated cost_map.declared) and no pass measured them before, no block is planned longer than
+ * that share of the predicted makespan unless its fixed cost needs more; it keeps a slow PU out of
  *   dear items nobody has met yet (budget_size).
  * - The end is discrete: when fewer granules are left than the split can place, a PU whose
  *   share is under a granule works unless the busy PUs would finish every granule left
@@ -128,12 +128,11 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "has completed (grow for the others)."},
     {"block_budget", 0.02, 0.0, 1.0,
      "Where the items' costs are said to vary (the codelet's items_vary; a simulated cost_map "
-     "with declared true) and no earlier pass measured them, no block is planned longer than this "
-     "fraction "
-     "of the predicted makespan, unless its fixed cost needs more (overhead_max): a slow PU's "
-     "block that meets dear items nobody has met yet cannot run far past the others (the random "
-     "spikes map over 20 map seeds, 10^5 items: 1.22 -> 1.07 x the bound, above greedy on 0 maps "
-     "instead of 4). 0: off. Items said to cost the same are never held."},
+     "with declared true) and no earlier pass measured them, no block is planned longer than "
+     "this fraction of the predicted makespan, unless its fixed cost needs more (overhead_max): "
+     "a slow PU's block that meets dear items nobody has met yet cannot run far past the others "
+     "(the random spikes map over 20 map seeds, 10^5 items: 1.22 -> 1.07 x the bound, above "
+     "greedy on 0 maps instead of 4). 0: off. Items not said to vary are never held."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
@@ -1022,8 +1021,8 @@ static size_t to_count(const hlbp *h, double x) {
  * the predicted makespan, or the amortising size `amort` when that is larger; +inf when the
  * budget is off, the caller did not say that the items' costs vary (hlb_balancer_items_vary),
  * nothing is planned yet, or an earlier pass measured the items (their costs say where the dear
- * ones are). The guard (guarded_size) bounds a block by the misses the run
- * has seen; before the first dear item nothing has missed, and on the random spikes map machine
+ * ones are). The guard (guarded_size) bounds a block by the misses the run has seen; before the
+ * first dear item nothing has missed, and on the random spikes map machine
  * B's CPU, 48x slower per item than A's GPU and 1 ms of fixed cost, took 422 rows 16.5 s into
  * a run predicted to end near 220 s and met spikes: they took 486 s (map seed 19, noise seed
  * 1: 2.37 x the bound, greedy 1.61; docs/benchmarks.md, "Random spikes, many maps"). Its cut

@@ -581,7 +581,7 @@ static int make_balancer(sim *s) {
                              .item_cost_on_trial = s->item_cost_on_trial,
                              .learn_item_cost = s->learn != NULL,
                              /* cost_map.declared: the app's codelet says so. */
-                             .items_vary = c->cost_weight != NULL && c->cost_declared,
+                             .items_vary = c->cost_declared,
                              .keep_log = s->mem != NULL,
                              .prior = s->mem ? s->mem->each : NULL,
                              .n_prior = s->mem ? s->mem->n : NULL};
