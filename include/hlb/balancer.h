@@ -98,7 +98,8 @@ typedef struct hlb_balancer_config {
   /* Nonzero: the caller says the items' costs differ in ways their count does not show
    * (hlb_codelet.items_vary; a simulated cluster's cost_map.declared). Where no earlier pass
    * measured them (hlb_balancer_items_measured), a block may meet items dearer than any seen, and a
-   * policy may keep blocks short for it (the hlb policy's block_budget). */
+   * policy may keep blocks short for it (the hlb policy's block_budget) and read a dearer size
+   * as dearer items rather than a curve (its best_block is off there). */
   int items_vary;
 } hlb_balancer_config;
 

@@ -146,7 +146,8 @@ typedef struct hlb_codelet {
    * pass has measured them (a stored run's item costs, an earlier pass of the same run), the
    * default policy keeps every block under a small share of the predicted run (its
    * block_budget), so that a slow PU's block landing on dear items nobody has met cannot hold
-   * the other PUs idle at the end; each extra block costs its fixed cost (the spmv app says so:
+   * the other PUs idle at the end; each extra block costs its fixed cost; nor does it take a
+   * larger block's dearer time per item for a curve where small blocks win (the spmv app says so:
    * its long rows fall at random). 0 (the mandelbrot app: its dear rows are one region, which
    * the first blocks find and the guard follows): blocks are sized by the PUs' curves and the
    * misses the run has seen. */
