@@ -21,6 +21,9 @@
  *                                         PARAMS when given (e.g. block_budget=0), the mean
  *                                         ratio to the bound over noise seeds 1-5 of each map,
  *                                         over ITEMS items (default 10^5)
+ *   bench_sim spike-maps-undeclared [ITEMS] [MAPS] [PARAMS]
+ *                                       the same maps with cost_map.declared false (an app that
+ *                                         does not say its items vary)
  *   bench_sim all      (default)         events, scale and policies, with their default sizes
  */
 #include <dirent.h>
@@ -430,16 +433,21 @@ static int print_superlinear_cluster(int argc, char **argv) {
   return 0;
 }
 
-/* The spikes preset (its parsed JSON) with its map's seed set to `map_seed`, as a cluster; NULL
- * with the message printed when the preset has no cost_map.spikes.seed or does not parse. */
-static hlb_cluster *spikes_with_seed(const cJSON *preset, unsigned map_seed) {
+/* The spikes preset (its parsed JSON) with its map's seed set to `map_seed` and its
+ * cost_map.declared to `declared`, as a cluster; NULL with the message printed when the preset
+ * has no cost_map.spikes.seed or does not parse. */
+static hlb_cluster *spikes_with_seed(const cJSON *preset, unsigned map_seed, int declared) {
   cJSON *copy = cJSON_Duplicate(preset, 1);
-  cJSON *spikes = cJSON_GetObjectItem(cJSON_GetObjectItem(copy, "cost_map"), "spikes");
+  cJSON *map = cJSON_GetObjectItem(copy, "cost_map");
+  cJSON *spikes = cJSON_GetObjectItem(map, "spikes");
   cJSON *seed = cJSON_GetObjectItem(spikes, "seed");
   hlb_cluster *c = NULL;
   char *json = NULL;
+  cJSON_DeleteItemFromObject(map, "declared");
   if (!cJSON_IsNumber(seed))
     fprintf(stderr, "spike-maps: the preset has no cost_map.spikes.seed\n");
+  else if (!cJSON_AddBoolToObject(map, "declared", declared))
+    fprintf(stderr, "spike-maps: out of memory\n");
   else if (cJSON_SetNumberValue(seed, map_seed), !(json = cJSON_PrintUnformatted(copy)))
     fprintf(stderr, "spike-maps: out of memory\n");
   else if (hlb_cluster_parse("spikes", json, &c))
@@ -467,13 +475,15 @@ static double mean_ratio(const hlb_cluster *c, size_t items, const char *policy,
 
 /* bench_sim spike-maps [ITEMS] [MAPS] [PARAMS]: one preset's spikes are one draw of where the dear
  * items fall; this draws MAPS of them (docs/benchmarks.md, "Random spikes, many maps"), and runs
- * hlb with PARAMS too when given. */
+ * hlb with PARAMS too when given. `spike-maps-undeclared`: the same maps with cost_map.declared
+ * false, as for an app that does not say its items vary. */
 static int run_spike_maps(int argc, char **argv) {
+  int declared = strcmp(argv[1], "spike-maps-undeclared") != 0;
   size_t items = argc > 2 ? (size_t)atof(argv[2]) : 100000;
   unsigned maps = argc > 3 ? (unsigned)atoi(argv[3]) : 20;
   const char *params = argc > 4 ? argv[4] : NULL;
   if (items < 1 || maps < 1 || maps > 1000 || argc > 5) {
-    fprintf(stderr, "usage: bench_sim spike-maps [ITEMS >= 1] [MAPS 1-1000] [PARAMS]\n");
+    fprintf(stderr, "usage: bench_sim %s [ITEMS >= 1] [MAPS 1-1000] [PARAMS]\n", argv[1]);
     return 2;
   }
   cJSON *preset = NULL;
@@ -490,15 +500,15 @@ static int run_spike_maps(int argc, char **argv) {
       fprintf(stderr, "spike-maps: out of memory\n");
       return 1;
     }
-  printf("== irregular-2machines-spikes, map seeds 1-%u, %zu items: mean ratio to the bound over "
-         "noise seeds 1-5 ==\n%-10s",
-         maps, items, "map seed");
+  printf("== irregular-2machines-spikes, map seeds 1-%u%s, %zu items: mean ratio to the bound "
+         "over noise seeds 1-5 ==\n%-10s",
+         maps, declared ? "" : ", not declared", items, "map seed");
   for (unsigned i = 0; i < n; i++)
     printf(" %10s", i == 3 ? params : names[i]);
   printf("\n");
   unsigned above[4] = {0}, over_greedy[4] = {0}, failed = 0;
   for (unsigned m = 0; m < maps; m++) {
-    hlb_cluster *c = spikes_with_seed(preset, m + 1);
+    hlb_cluster *c = spikes_with_seed(preset, m + 1, declared);
     if (!c) return 1;
     printf("%-10u", m + 1);
     for (unsigned i = 0; i < n; i++) {
@@ -554,6 +564,7 @@ int main(int argc, char **argv) {
     bench_policies(argc > 2 && strcmp(what, "all") ? argv[2] : HLB_PRESETS_DIR);
   if (!strcmp(what, "superlinear")) return run_superlinear(argc, argv);
   if (!strcmp(what, "superlinear-cluster")) return print_superlinear_cluster(argc, argv);
-  if (!strcmp(what, "spike-maps")) return run_spike_maps(argc, argv);
+  if (!strcmp(what, "spike-maps") || !strcmp(what, "spike-maps-undeclared"))
+    return run_spike_maps(argc, argv);
   return 0;
 }
