@@ -57,6 +57,17 @@ static hlb_cluster *preset_with_map(const char *map) {
   return c;
 }
 
+/* That preset with the random spikes preset's map (5 % of 512 slices 30x the others) drawn from
+ * map seed `seed` (the preset's own is 3), said to vary or not (cost_map.declared). */
+static hlb_cluster *preset_with_spikes(unsigned seed, int declared) {
+  char spec[160];
+  snprintf(spec, sizeof spec,
+           "{\"spikes\": {\"seed\": %u, \"fraction\": 0.05, \"height\": 30}, \"slices\": 512, "
+           "\"declared\": %s}",
+           seed, declared ? "true" : "false");
+  return preset_with_map(spec);
+}
+
 static hlb_sim_result *sim(const hlb_cluster *c, size_t n, const char *policy, const char *params,
                            unsigned passes) {
   hlb_sim_options o = {.n_items = n,
@@ -267,8 +278,7 @@ static double mean_over_seeds(const char *name, const char *policy, const char *
  * blocks (the guard no longer cuts them small). */
 static void later_passes_use_the_density(void **state) {
   (void)state;
-  hlb_cluster *c = preset_with_map("{\"spikes\": {\"seed\": 3, \"fraction\": 0.05, "
-                                   "\"height\": 30}, \"slices\": 512, \"declared\": true}");
+  hlb_cluster *c = preset_with_spikes(3, 1);
   double worst_one, worst_held, worst_three;
   double one = mean_at_seeds(c, 65536, "hlb", "block_budget=0", 1, 0, &worst_one);
   double held = mean_at_seeds(c, 65536, "hlb", NULL, 1, 0, &worst_held);
@@ -350,12 +360,7 @@ static void over_spike_maps(size_t n, double *mean, double *worst, unsigned *ove
   *worst = 0;
   *over_greedy = 0;
   for (unsigned map = 1; map <= 20; map++) {
-    char spec[128];
-    snprintf(spec, sizeof spec,
-             "{\"spikes\": {\"seed\": %u, \"fraction\": 0.05, \"height\": 30}, \"slices\": 512, "
-             "\"declared\": true}",
-             map);
-    hlb_cluster *c = preset_with_map(spec);
+    hlb_cluster *c = preset_with_spikes(map, 1);
     hlb_sim_result *g = sim(c, n, "greedy", NULL, 1);
     hlb_sim_result *b = sim(c, n, "hlb", NULL, 1);
     log_sum += log(b->ratio);
@@ -458,8 +463,7 @@ static void budget_holds_only_items_said_to_vary(void **state) {
  * 20 maps of block_budget's test 1.037. */
 static void worst_miss_bounds_every_block(void **state) {
   (void)state;
-  hlb_cluster *c = preset_with_map("{\"spikes\": {\"seed\": 3, \"fraction\": 0.05, "
-                                   "\"height\": 30}, \"slices\": 512}");
+  hlb_cluster *c = preset_with_spikes(3, 0);
   double worst, greedy_worst;
   double mean = mean_at_seeds(c, 100000, "hlb", NULL, 1, 0, &worst);
   double greedy = mean_at_seeds(c, 100000, "greedy", NULL, 1, 0, &greedy_worst);
