@@ -150,7 +150,9 @@ typedef struct hlb_codelet {
    * larger block's dearer time per item for a curve where small blocks win (the spmv app says so:
    * its long rows fall at random). 0 (the mandelbrot app: its dear rows are one region, which
    * the first blocks find and the guard follows): blocks are sized by the PUs' curves and the
-   * misses the run has seen. */
+   * misses the run has seen, and held to the budget once a PU's blocks miss its curve beyond
+   * the policy's prior_tolerance in a run that starts from no stored blocks (items found to
+   * vary). */
   int items_vary;
 } hlb_codelet;
 

@@ -129,11 +129,13 @@ static const hlb_param_def hlb_params[P_COUNT] = {
      "has completed (grow for the others)."},
     {"block_budget", 0.02, 0.0, 1.0,
      "Where the items' costs are said to vary (the codelet's items_vary; a simulated cost_map "
-     "with declared true) and no earlier pass measured them, no block is planned longer than "
+     "with declared true), or a PU of a run without stored blocks was found to miss its curve "
+     "beyond prior_tolerance, and no earlier pass measured them, no block is planned longer than "
      "this fraction of the predicted makespan, unless its fixed cost needs more (overhead_max): "
      "a slow PU's block that meets dear items nobody has met yet cannot run far past the others "
      "(the random spikes map over 20 map seeds, 10^5 items: 1.22 -> 1.07 x the bound, above "
-     "greedy on 0 maps instead of 4). 0: off. Items not said to vary are never held."},
+     "greedy on 0 maps instead of 4; not declared, 1.22 -> 1.18). 0: off. Items neither said nor "
+     "found to vary are never held."},
 };
 
 #define RING 8 /* recent samples kept per PU to restart the correction after a refit */
@@ -223,6 +225,8 @@ typedef struct hlbp {
   double t0;        /* the first grant's time: the start of the predicted makespan */
   int started;
   miss_ring run_miss; /* of this run's recent blocks on any PU (the guard) */
+  int found_uneven;   /* a PU of this pass was found uneven (note_uneven): its items vary */
+  int any_priors;     /* a PU started from an earlier run's blocks (hlb_prior): found_not_said */
   double worst_late;  /* the largest measured / predicted time of an overrun seen, 0 with none
                        * (note_worst_miss) */
 } hlbp;
@@ -347,9 +351,9 @@ static int shaped(const hpu *q) {
  * guarded_size); so it does in a pass whose item costs are on trial: the items were measured
  * before, and on an H100 host's sub-millisecond blocks the flag read scheduling noise as uneven
  * items: k-means and spmv runs of 2 000-22 000 blocks, 4-50x the runs sized by costs. */
-static void note_uneven(const hlbp *h, hpu *q, const hlb_sample *s) {
+static void note_uneven(hlbp *h, hpu *q, const hlb_sample *s) {
   if (hlb_balancer_items_measured(h->ctx->balancer) || !(s->compute_s >= s->transfer_s)) return;
-  if (beyond_band(h, q)) q->uneven = 1;
+  if (beyond_band(h, q)) q->uneven = 1, h->found_uneven = 1;
 }
 
 /* 1 in a pass whose items an earlier pass measured, unless that pass's costs are on trial and
@@ -373,6 +377,27 @@ static int item_costs_matter(const hlbp *h) {
 static int unseen_items_vary(const hlbp *h) {
   const hlb_balancer *b = h->ctx->balancer;
   return hlb_balancer_items_vary(b) && !hlb_balancer_items_measured(b);
+}
+
+/* 1 where block_budget holds a pass whose items nobody said vary: a PU of the pass was found
+ * uneven (its curve does not explain its blocks: note_uneven), in a run that starts from no
+ * earlier run's blocks, over items no earlier pass measured. The first dear block a slow PU meets
+ * unsaid runs unheld, but not the ones after it. The random spikes maps not declared
+ * (`bench_sim spike-maps-undeclared`, 20 maps, noise seeds 1-5): 1.306 -> 1.244 x the bound at 5000
+ * items, 1.222 -> 1.168 at 20000, 1.219 -> 1.181 at 10^5, above greedy on 2, 2 and 3 maps instead
+ * of 5, 3 and 4; the mandelbrot preset 1.0688 -> 1.0704 (20000 items: 1.031 -> 1.038), segments
+ * 1.0362 -> 1.0378; every preset whose PUs follow their curves and `bench_sim superlinear`
+ * unchanged. Not in a run from priors:
+ * without item costs every remembered pass is "not measured", and held it ended Boinski's Jacobi
+ * at 2048 (pass 3, seed 213) 1.054 x the bound against 1.05. Nor for best_block's or the
+ * granule's first-pass rules (the superlinear walls are found uneven too, and best_block is what
+ * caps them). Held, a block is no smaller than the PU's flat size (flat_floor, as the guard's
+ * floor for a distrusted PU: a host's delays make a GPU's blocks miss, and cut smaller each pays
+ * one) and a PU's second size (spread_block) is not held (its line is what it lacks: p15 of the
+ * 64-PU superlinear cluster 3 did 30 items held, 61-135 not). docs/benchmarks.md, "The budget
+ * once items are found to vary". */
+static int found_not_said(const hlbp *h) {
+  return h->found_uneven && !h->any_priors && !hlb_balancer_items_measured(h->ctx->balancer);
 }
 
 /* The octave of block size x: 2^k <= x < 2^(k+1), the last one open-ended. */
@@ -1039,28 +1064,30 @@ static size_t to_count(const hlbp *h, double x) {
 
 /* block_budget: the largest block (a cost) whose predicted time is within the budget's share of
  * the predicted makespan, or the amortising size `amort` when that is larger; +inf when the
- * budget is off, the caller did not say that the items' costs vary (hlb_balancer_items_vary),
- * nothing is planned yet, or an earlier pass measured the items (their costs say where the dear
- * ones are). The guard (guarded_size) bounds a block by the misses the run has seen; before the
- * first dear item nothing has missed, and on the random spikes map machine
- * B's CPU, 48x slower per item than A's GPU and 1 ms of fixed cost, took 422 rows 16.5 s into
- * a run predicted to end near 220 s and met spikes: they took 486 s (map seed 19, noise seed
- * 1: 2.37 x the bound, greedy 1.61; docs/benchmarks.md, "Random spikes, many maps"). Its cut
- * costs such a PU almost nothing: its fixed cost is a thousandth of a block. It costs PUs whose
- * blocks queue on a shared node link a wait per block, which their curves do not show (the
- * PLB-HAC matmul presets: 0.1-0.3 %), and nothing the run sees before the first dear item tells
- * uniform items from a map whose spikes it has not met yet (map 19: none in the 6120 rows done
- * by 16.5 s). So it holds only work the caller says is irregular, where it is insurance with a
- * price: on the simulated mandelbrot and segments maps, whose dear rows are no surprise after
- * the first blocks, 0-1 % at 20000 items and more, 1.5-3 % at 5000 (so neither they nor the
- * mandelbrot app say so; spmv, whose long rows fall at random, does; docs/benchmarks.md, "Said
- * to vary"). */
-static double budget_size(const hlbp *h, const hlb_curve *c, hlb__plb_memo *memo, double left,
-                          double amort) {
+ * budget is off, the caller did not say that the items' costs vary (hlb_balancer_items_vary) and
+ * no PU found it (found_not_said: then floored at the flat size too), nothing is planned yet, or an
+ * earlier pass measured the items (their costs say where the dear ones are). The guard
+ * (guarded_size) bounds a block by the misses the run has seen; before the first dear item nothing
+ * has missed, and on the random spikes map machine B's CPU, 48x slower per item than A's GPU and 1
+ * ms of fixed cost, took 422 rows 16.5 s into a run predicted to end near 220 s and met spikes:
+ * they took 486 s (map seed 19, noise seed 1: 2.37 x the bound, greedy 1.61; docs/benchmarks.md,
+ * "Random spikes, many maps"). Its cut costs such a PU almost nothing: its fixed cost is a
+ * thousandth of a block. It costs PUs whose blocks queue on a shared node link a wait per block,
+ * which their curves do not show (the PLB-HAC matmul presets: 0.1-0.3 %), and nothing the run sees
+ * before the first dear item tells uniform items from a map whose spikes it has not met yet (map
+ * 19: none in the 6120 rows done by 16.5 s). So from the first block it holds only work the caller
+ * says is irregular (other work once found so: found_not_said), where it is insurance with a price:
+ * on the simulated mandelbrot and segments maps, whose dear rows are no surprise after the first
+ * blocks, 0-1 % at 20000 items and more, 1.5-3 % at 5000 (so neither they nor the mandelbrot app
+ * say so; spmv, whose long rows fall at random, does; docs/benchmarks.md, "Said to vary"). */
+static double budget_size(const hlbp *h, const hpu *q, const hlb_curve *c, hlb__plb_memo *memo,
+                          double left, double amort, double g) {
   double share = h->prm[P_BUDGET];
-  if (!(share > 0) || !h->planned || !unseen_items_vary(h)) return INFINITY;
+  int said = unseen_items_vary(h);
+  if (!(share > 0) || !h->planned || !(said || found_not_said(h))) return INFINITY;
   double t_max = share * (h->target - h->t0);
-  return fmax(amort, hlb__plb_inverse_memo(memo, c, t_max, left));
+  double floor_x = said ? amort : fmax(amort, flat_floor(q, g));
+  return fmax(floor_x, hlb__plb_inverse_memo(memo, c, t_max, left));
 }
 
 static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
@@ -1190,7 +1217,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
     tail_cap = NEAR_END_GROW * q->u.max_items;
   if (seen_before || near_end) cap = fmin(cap, tail_cap);
   if (x > cap) x = cap, last = 0; /* cut: what is left is the PU's own next block */
-  double budget = budget_size(h, c, &memo, left, amort);
+  double budget = budget_size(h, q, c, &memo, left, amort, g);
   if (x > budget) x = budget, last = 0;
   double guard = guarded_size(h, q, c, now, left, &memo);
   if (x > guard) { /* never above the plan's size */
@@ -1217,7 +1244,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * 2.4 s into a run predicted at 140 s; they met a spike slice and took 266 s (1.96 x the
    * bound over noise seeds 1-5, greedy 1.57). Held, it takes budget-sized blocks (1.09-1.12). */
   double spread = spread_block(h, q, c, now);
-  if (spread > x && spread <= left && spread <= budget) x = spread;
+  if (spread > x && spread <= left && (spread <= budget || !unseen_items_vary(h))) x = spread;
   if (unshaped_ends_late(h, q, c, now, x)) return HLB_WAIT;
   *count = to_count(h, x);
   return HLB_GRANT;
@@ -1249,6 +1276,7 @@ static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
   if (pu >= h->n || !hlb__plb_sample_ok(s)) return;
   learn(h, pu, s, 1, 0);
   h->pu[pu].priors++;
+  h->any_priors = 1;
   /* Only a run of items not measured before checks them (check_prior_fit). */
   if (!hlb_balancer_items_measured(h->ctx->balancer))
     keep_prior(&h->pu[pu], hlb__plb_sample_x(s), hlb__plb_sample_s(s));
