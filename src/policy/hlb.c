@@ -1031,12 +1031,21 @@ static int take_rest(const hlbp *h, unsigned pu, const hlb_curve *c, double now,
  * without tail_grow's cap near the end (which that same line would set: it sees 15 items as 1.8
  * s), but within best_block's cap, and not in a pass that starts from measured item costs, whose
  * blocks grow by tail_grow only. The guard does not cut it: its misses are that line's misreads of
- * the fixed cost. docs/benchmarks.md, "A second size for a PU without a line". */
+ * the fixed cost. docs/benchmarks.md, "A second size for a PU without a line". A PU found uneven
+ * (note_uneven: items that cost differently, not a fixed cost, explain its misses) also halves it
+ * while it would end after the common finish at the dearest time per item of its recent blocks
+ * (worst_per_item, as the guard bounds such a PU's other blocks): unheld, machine B's CPU on a
+ * random spikes map not declared (map seed 11, 10^5 items, noise seed 3), its line unshaped by
+ * 40- and 80-row blocks after a 35-row block of spikes that took 89 s, was given 320 rows, 38 s;
+ * the run ended 1.74 x the bound, 1.17 held (docs/benchmarks.md, "A second size held to the
+ * dearest item"). */
 static double spread_block(const hlbp *h, const hpu *q, const hlb_curve *c, double now) {
   if (!h->planned || shaped(q) || hlb_balancer_items_measured(h->ctx->balancer)) return 0.0;
   double x = h->prm[P_GROW] * q->u.max_items;
   if (q->ycap > 0) x = fmin(x, q->ycap);
-  while (x >= 2.0 * q->u.max_items && now + hlb_curve_time(c, x) > h->target)
+  double worst = q->uneven ? worst_per_item(q) : 0.0;
+  while (x >= 2.0 * q->u.max_items &&
+         (now + hlb_curve_time(c, x) > h->target || now + worst * x > h->target))
     x *= 0.5;
   return x >= 2.0 * q->u.max_items ? x : 0.0;
 }
