@@ -1044,8 +1044,7 @@ static double spread_block(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   double x = h->prm[P_GROW] * q->u.max_items;
   if (q->ycap > 0) x = fmin(x, q->ycap);
   double worst = q->uneven ? worst_per_item(q) : 0.0;
-  while (x >= 2.0 * q->u.max_items &&
-         (now + hlb_curve_time(c, x) > h->target || now + worst * x > h->target))
+  while (x >= 2.0 * q->u.max_items && now + fmax(hlb_curve_time(c, x), worst * x) > h->target)
     x *= 0.5;
   return x >= 2.0 * q->u.max_items ? x : 0.0;
 }
