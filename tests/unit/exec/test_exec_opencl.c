@@ -1120,22 +1120,33 @@ static void test_rate_alone_is_robust(void **st) {
 /* A run too short to judge a device in (its blocks kept it busy under
  * HLB_EXEC_CORE_DEVICE_JUDGE_S): the cheap kernel in blocks of 100 items, tens of us on the cpu
  * PU throttled 5x (the run lasts a few ms, long enough for the device's second block) and a
- * launch (0.05-0.1 ms) on PoCL. In blocks of 40, the device did 20-60 of them beside a parallel
- * sanitised test and passed 10 ms busy in 38 tries of 44; in blocks of 100, none of 30 did. The
- * device is released after the run (the reason says so), the cpu PU is given its core for the runs
- * after, the release is stored, and a new process that reads it leaves the device out from the
- * start. A loaded machine may stall a device block past 10 ms (then the run judges it as it goes),
- * leave it one block, or keep the cpu PU's thread off the cores until the device has done every
- * block (under `make test`'s parallel tests: 100 device blocks, none on the cpu PU, nothing to
- * compare), or have the run judge it from a block still in flight ("released: at most 3.99e+03
- * items/s against 4.15e+06
- * ...", 9 blocks in 5.5 ms, in a sanitised fresh-machine run), or stretch the cpu PU's few
- * blocks until its core did no more items per busy second than the device (59 device blocks in
- * 6.8 ms, kept, in a sanitised CI run beside the other tests): such a run is no test of this,
- * and runs again. A run whose figures say the device was slower by
- * HLB_EXEC_SHORT_RUN_RELEASE_FACTOR must release it. Every item once. A try takes about 10 ms,
- * so it gets SHORT_RUN_TRIES of them. */
+ * launch (0.05-0.1 ms) on PoCL. The device is released after the run (the reason says so), the
+ * cpu PU is given its core for the runs after, the release is stored, and a new process that
+ * reads it leaves the device out from the start. Every item once.
+ *
+ * A loaded machine can make a run no test of this, which then runs again (SHORT_RUN_TRIES of
+ * about 10 ms each): it may stall a device block past 10 ms (the run judges it as it goes), leave
+ * it one block, keep the cpu PU's thread off the cores until the device has done every block, have
+ * the run judge it from a block still in flight (9 blocks in 5.5 ms, a sanitised fresh-machine
+ * run), or stretch the cpu PU's few blocks until its core did no more items per busy second than
+ * the device (59 device blocks in 6.8 ms, kept, in a sanitised CI run): a run whose own figures
+ * say the device was slower (short_run_says_release) must release it. In blocks of 40 the device
+ * passed 10 ms busy in 38 tries of 44 beside a parallel sanitised test; in blocks of 100, in none
+ * of 30. */
 #define SHORT_RUN_TRIES 30
+
+/* judge_short_run's rule on a run's figures: the device (PU 1) did fewer items per busy second,
+ * by HLB_EXEC_SHORT_RUN_RELEASE_FACTOR, than the cores it holds did in the cpu PU (PU 0), counted
+ * on the cores the cpu PU had before any release of this run. */
+static int short_run_says_release(const hlb_exec_stats *s) {
+  const hlb_exec_pu_stats *host = &s->per_pu[0], *dev = &s->per_pu[1];
+  unsigned cores = s->pu[0].cores + host->cores_given - (dev->released ? s->pu[1].cores : 0);
+  if (!(host->busy_s > 0) || !(dev->busy_s > 0) || cores == 0) return 0;
+  double core_rate = (double)host->items / host->busy_s / cores;
+  double dev_rate = (double)dev->items / dev->busy_s;
+  return dev_rate * HLB_EXEC_SHORT_RUN_RELEASE_FACTOR < core_rate * s->pu[1].cores;
+}
+
 static void test_short_run_releases_a_slow_device(void **st) {
   (void)st;
   char dir[] = "/tmp/hlb-short-XXXXXX";
@@ -1161,21 +1172,10 @@ static void test_short_run_releases_a_slow_device(void **st) {
     int judged_in_run = d->released && !strstr(d->release_reason, "after a run too short");
     judged = d->blocks >= HLB_EXEC_RELEASE_BLOCKS && d->busy_s < HLB_EXEC_CORE_DEVICE_JUDGE_S &&
              s.per_pu[0].blocks >= HLB_EXEC_RELEASE_BLOCKS && !judged_in_run;
-    /* The rule judge_short_run applies, from the run's own figures. */
-    const hlb_exec_pu_stats *host = &s.per_pu[0];
-    double core_rate =
-        host->busy_s > 0
-            ? (double)host->items / host->busy_s /
-                  (s.pu[0].cores + host->cores_given - (d->released ? device.cores : 0))
-            : 0;
-    double dev_rate = d->busy_s > 0 ? (double)d->items / d->busy_s : 0;
-    int slower = dev_rate * HLB_EXEC_SHORT_RUN_RELEASE_FACTOR < core_rate * device.cores;
-    if (!judged || (!d->released && !slower)) {
-      print_message("opencl:0 did %zu block(s) in %.3g s (%.3g items/s), the cpu PU %zu "
-                    "(%.3g items/s a core) (\"%s\"): not a short run of both with a slower "
-                    "device, run again\n",
-                    d->blocks, d->busy_s, dev_rate, s.per_pu[0].blocks, core_rate,
-                    d->release_reason);
+    if (!judged || (!d->released && !short_run_says_release(&s))) {
+      print_message("opencl:0 did %zu block(s) in %.3g s, the cpu PU %zu (\"%s\"): not a short "
+                    "run of both with a slower device, run again\n",
+                    d->blocks, d->busy_s, s.per_pu[0].blocks, d->release_reason);
       judged = 0;
       hlb_exec_stats_clear(&s);
       empty_dir(dir);
@@ -1359,9 +1359,14 @@ static void test_samples_after_release_keyed_by_cores(void **st) {
 /* The heavy cpu kernel, whose first call of a run also waits 100 ms: a thread team started
  * on many cores, pages touched first. */
 static int cpu_calls;
+#define WARM_UP_S 0.1    /* the cpu PU's first block of test_cpu_warm_up_not_judged waits this */
+#define WARM_UP_CHUNK 20 /* and it has this many items, as every block there */
+#define STR_OF(x) #x
+#define STR(x) STR_OF(x)
+
 static int cpu_heavy_warm_up(const hlb_exec_call *c) {
   if (__atomic_fetch_add(&cpu_calls, 1, __ATOMIC_SEQ_CST) == 0) {
-    struct timespec warm_up = {.tv_nsec = 100000000};
+    struct timespec warm_up = {.tv_nsec = (long)(WARM_UP_S * 1e9)};
     nanosleep(&warm_up, NULL);
   }
   return cpu_heavy(c);
@@ -1384,7 +1389,8 @@ static void test_cpu_warm_up_not_judged(void **st) {
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
-  o.params = "chunk=20"; /* 200 blocks: each PU's first stays among its newest kept */
+  /* 200 blocks: each PU's first stays among its newest kept. */
+  o.params = "chunk=" STR(WARM_UP_CHUNK);
   o.models = HLB_MODELS_ON;
   o.model_dir = dir;
   hlb_exec_stats s = {0};
@@ -1405,9 +1411,11 @@ static void test_cpu_warm_up_not_judged(void **st) {
    * enough that the device, judged fairly, looked faster per core. */
   /* Nor an absolute rate alone: a sanitised run beside two other tests on 2 cores cited 1.28e3
    * items/s, every cpu block that slow. So the cited rate must also be well under the cpu PU's
-   * own rate over its blocks after the warm-up (its first, chunk=20 items, and the 100 ms). */
+   * own rate over its blocks after the warm-up block. */
   const hlb_exec_pu_stats *cpu = &s.per_pu[0];
-  double after_warm_up = cpu->busy_s > 0.1 ? (double)(cpu->items - 20) / (cpu->busy_s - 0.1) : 0;
+  double after_warm_up = cpu->busy_s > WARM_UP_S
+                             ? (double)(cpu->items - WARM_UP_CHUNK) / (cpu->busy_s - WARM_UP_S)
+                             : 0;
   const char *cited = strstr(s.per_pu[1].release_reason, " against ");
   double cited_rate = cited ? strtod(cited + strlen(" against "), NULL) : INFINITY;
   if (cited_rate < WARM_UP_RATE_MAX && cited_rate < 0.25 * after_warm_up)
