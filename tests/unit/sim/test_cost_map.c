@@ -164,6 +164,119 @@ static void bound_is_below_every_run_with_maps(void **state) {
   }
 }
 
+/* Every item crosses some PU's links (src/sim/bound.c, item_bound). PU a computes 4 s per
+ * average item and moves none; PU b computes next to nothing but moves each item over a 2 B/s
+ * link (1 s an item, 2 bytes). The first half of the items cost 1.5, the second 0.5. Were each of
+ * b's items as dear as the dearest, b would do 1.5 units of cost a second and the bound would be
+ * 100 / (1.5 + 1 / 4) = 57.14 s. But only 50 items are dear: by T, b moves T items, 50 dear and
+ * T - 50 cheap (50 + T / 2 of cost), and a computes the rest, 50 - T / 2 = T / 4: T = 200 / 3. The
+ * plan that meets it (b takes the dear half and 16.7 cheap items, a the other 33.3) is one no
+ * policy of ranges from one end can make, so every run is above it. */
+static const char two_pus_one_link[] =
+    "{\"item\": {\"in_bytes\": 1, \"out_bytes\": 1}, \"nodes\": ["
+    "{\"name\": \"A\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 1e15}, \"pus\": ["
+    "{\"name\": \"a\", \"kind\": \"cpu\", \"time\": {\"const\": 0, \"linear\": 4}}]},"
+    "{\"name\": \"B\", \"link\": {\"latency_s\": 0, \"bandwidth_Bps\": 2}, \"pus\": ["
+    "{\"name\": \"b\", \"kind\": \"gpu\", \"time\": {\"const\": 0, \"linear\": 1e-9}}]}],"
+    " \"cost_map\": {\"segments\": [3, 1]}}";
+
+static void bound_moves_every_item(void **state) {
+  (void)state;
+  hlb_cluster *c = NULL;
+  if (hlb_cluster_parse("two.json", two_pus_one_link, &c) != 0)
+    fail_msg("parse: %s", hlb_last_error());
+  double bound = 0;
+  assert_int_equal(hlb_sim_lower_bound(c, 100, &bound), 0);
+  if (fabs(bound - 200.0 / 3) > 1e-3) fail_msg("bound %.9g, not 200 / 3", bound);
+  for (unsigned p = 0; p < hlb_policy_count(); p++) {
+    hlb_sim_result *r = sim(c, 100, hlb_policy_at(p)->name, NULL, 1);
+    if (r->makespan_s < bound * (1 - 1e-9))
+      fail_msg("policy %s: makespan %.9g below the bound %.9g", r->policy, r->makespan_s, bound);
+    hlb_sim_result_free(r);
+  }
+  hlb_cluster_free(c);
+}
+
+/* A random cluster with a cost map whose items' bytes matter: 2-4 nodes of 1-3 PUs, per-item
+ * compute 1-100 ms, links that move an item in 0-50 ms, fixed costs 0-5 ms, a few PUs with
+ * quadratic terms or a largest block; the map random segments or random spikes. */
+static double rnd(uint32_t *seed) {
+  *seed = *seed * 1664525u + 1013904223u;
+  return (double)(*seed >> 8) / 16777216.0;
+}
+
+static hlb_cluster *random_moving_cluster(uint32_t *seed) {
+  char json[8192];
+  size_t at = 0;
+  unsigned nodes = 2 + (unsigned)(rnd(seed) * 3);
+  at += (size_t)snprintf(json + at, sizeof json - at,
+                         "{\"item\": {\"in_bytes\": 1000, \"out_bytes\": 1000}, \"nodes\": [");
+  for (unsigned n = 0; n < nodes; n++) {
+    double bw = rnd(seed) < 0.3 ? 1e15 : 2000.0 / (0.05 * rnd(seed) + 1e-4);
+    unsigned pus = 1 + (unsigned)(rnd(seed) * 3);
+    double latency = 1e-4 * rnd(seed);
+    at += (size_t)snprintf(json + at, sizeof json - at,
+                           "%s{\"name\": \"n%u\", \"link\": {\"latency_s\": %.6g, "
+                           "\"bandwidth_Bps\": %.17g}, \"pus\": [",
+                           n ? ", " : "", n, latency, bw);
+    for (unsigned k = 0; k < pus; k++) {
+      double shape = rnd(seed);
+      char in_time[64] = "", after[64] = ""; /* a quadratic term, or a largest block */
+      if (shape < 0.2)
+        snprintf(in_time, sizeof in_time, ", \"quadratic\": %.6g", 1e-6 * rnd(seed));
+      else if (shape < 0.35)
+        snprintf(after, sizeof after, ", \"max_items\": %u", 50 + (unsigned)(rnd(seed) * 500));
+      double fixed = 0.005 * rnd(seed), per_item = 0.001 + 0.099 * rnd(seed);
+      at += (size_t)snprintf(json + at, sizeof json - at,
+                             "%s{\"name\": \"n%u.p%u\", \"kind\": \"cpu\", \"time\": "
+                             "{\"const\": %.6g, \"linear\": %.6g%s}%s}",
+                             k ? ", " : "", n, k, fixed, per_item, in_time, after);
+    }
+    at += (size_t)snprintf(json + at, sizeof json - at, "]}");
+  }
+  if (rnd(seed) < 0.5) {
+    at += (size_t)snprintf(json + at, sizeof json - at, "], \"cost_map\": {\"segments\": [");
+    for (unsigned k = 0; k < 8; k++) {
+      double w = rnd(seed) < 0.3 ? 10 + 20 * rnd(seed) : 0.2 + rnd(seed);
+      at += (size_t)snprintf(json + at, sizeof json - at, "%s%.4g", k ? ", " : "", w);
+    }
+    at += (size_t)snprintf(json + at, sizeof json - at, "]}}");
+  } else {
+    unsigned map_seed = 1 + (unsigned)(rnd(seed) * 1000);
+    double fraction = 0.02 + 0.2 * rnd(seed), height = 5 + 40 * rnd(seed);
+    at += (size_t)snprintf(json + at, sizeof json - at,
+                           "], \"cost_map\": {\"spikes\": {\"seed\": %u, \"fraction\": %.3g, "
+                           "\"height\": %.3g}, \"slices\": 64}}",
+                           map_seed, fraction, height);
+  }
+  hlb_cluster *c = NULL;
+  if (hlb_cluster_parse("random.json", json, &c) != 0)
+    fail_msg("parse: %s\n%s", hlb_last_error(), json);
+  return c;
+}
+
+/* The bound stays a bound where it counts every item's bytes: on random clusters with cost maps
+ * and links that matter, no policy's noiseless run is below it. */
+static void bound_with_moving_items_is_below_every_run(void **state) {
+  (void)state;
+  uint32_t seed = 2026;
+  for (int trial = 0; trial < 12; trial++) {
+    hlb_cluster *c = random_moving_cluster(&seed);
+    size_t n = 2000 + 1500 * (size_t)trial;
+    double bound = 0;
+    assert_int_equal(hlb_sim_lower_bound(c, n, &bound), 0);
+    assert_true(bound > 0);
+    for (unsigned p = 0; p < hlb_policy_count(); p++) {
+      hlb_sim_result *r = sim(c, n, hlb_policy_at(p)->name, NULL, 1);
+      if (r->makespan_s < bound * (1 - 1e-9))
+        fail_msg("trial %d, policy %s: makespan %.9g below the bound %.9g", trial, r->policy,
+                 r->makespan_s, bound);
+      hlb_sim_result_free(r);
+    }
+    hlb_cluster_free(c);
+  }
+}
+
 /* The mandelbrot map seen for the first time: without the misprediction guard the default
  * policy gives blocks sized on the cheap top rows that reach the set and run past everyone
  * else (1.13 x the bound, the GPUs 10 % idle); with it the run ends near the bound, below
@@ -602,6 +715,8 @@ int main(void) {
       cmocka_unit_test(mandelbrot_profile_is_the_apps),
       cmocka_unit_test(bad_maps_are_named),
       cmocka_unit_test(bound_is_below_every_run_with_maps),
+      cmocka_unit_test(bound_moves_every_item),
+      cmocka_unit_test(bound_with_moving_items_is_below_every_run),
       cmocka_unit_test(guard_keeps_mandelbrot_near_the_bound),
       cmocka_unit_test(later_passes_use_the_density),
       cmocka_unit_test(scattered_priors_are_not_trusted),
