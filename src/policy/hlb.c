@@ -24,7 +24,8 @@
  *   last block larger than any the PU has run back to the largest, below the amortising floor.
  *   In a run without item costs a PU whose curve missed beyond prior_tolerance stays distrusted
  *   for the run (note_uneven): items that do not cost the same. A distrusted PU is not cut below
- *   its flat size, or twice that where its curve agrees (flat_floor).
+ *   its flat size, or twice that where its curve agrees (flat_floor), unless items that vary
+ *   may explain that size and its block could end past the finish (flat_may_be_dear_items).
  * - block_budget: where the caller says the items' costs vary (hlb_codelet.items_vary, a
  *   simulated cost_map.declared) and no pass measured them before, no block is planned longer than
  * that share of the predicted makespan unless its fixed cost needs more; it keeps a slow PU out of
@@ -884,6 +885,32 @@ static double flat_floor(const hpu *q, double g) {
   return f;
 }
 
+/* The dearest time per item among the PU's recent blocks (fixed cost included). */
+static double worst_per_item(const hpu *q) {
+  double w = 0;
+  for (unsigned i = 0; i < q->ring_n; i++)
+    if (q->ring_x[i] > 0) w = fmax(w, q->ring_t[i] / q->ring_x[i]);
+  return w;
+}
+
+/* 1 where a distrusted PU's flat size f (note_flat) may be items that cost differently, not a
+ * fixed cost, and a block of that size could end past the finish: the items are said or found
+ * to vary, and f items at the dearest time per item of its recent blocks (worst_per_item) would
+ * end more than tail_idle of the predicted makespan after the common finish. Counted in items,
+ * a flat reading cannot tell a fixed cost from a dear item: machine B's CPU on the random spikes
+ * map (1 ms of fixed cost, 0.17 s an average row) read a flat size of 28 rows off a 1-row block
+ * that met a spike (2.5 s) and blocks of 28 cheap rows (2.1-2.3 s), and that floor held its
+ * guarded blocks at 28 rows to the end. Its last met a spike slice, took 69 s, and the run ended
+ * 44 s after the others (map seed 1, 10^5 items, noise seed 1: 1.22 x the bound, 1.015 without
+ * the floor there). A GPU
+ * whose flat size is its launch keeps it: f rows at its dearest rate end long before the finish
+ * (docs/benchmarks.md, "A flat size that may be dear items"). */
+static int flat_may_be_dear_items(const hlbp *h, const hpu *q, double f, double now) {
+  if (!(f > 0) || !h->planned || !(unseen_items_vary(h) || found_not_said(h))) return 0;
+  double slack = h->prm[P_TAIL] * (h->target - h->t0);
+  return now + f * worst_per_item(q) > h->target + slack;
+}
+
 /* The smallest block the guard may cut to. A guarded block still amortises the fixed cost (10
  * ms blocks at 10 % jitter: 1.37 x the bound without): amort, whose fixed cost is at most the
  * shortest block ever measured. But a PU whose blocks miss by more than prior_tolerance (the
@@ -901,18 +928,15 @@ static double flat_floor(const hpu *q, double g) {
  * smaller, a block is no shorter and only adds one. A GPU whose 0.15 ms launch dwarfs 1 us rows,
  * guarded down to one row, took 1-row blocks for the rest of a run: 14.7 x the bound with the
  * mandelbrot map on the simulator's model of the H100 machine, 4.6 x with this floor
- * (docs/benchmarks.md, "Blocks below a PU's fixed cost"). */
-static double guard_floor(const hlbp *h, const hpu *q, double amort, double g) {
-  if (distrusted(h, q)) return fmax(g, flat_floor(q, g));
+ * (docs/benchmarks.md, "Blocks below a PU's fixed cost"). Unless that flat size may be dear items
+ * whose block would end past the finish (flat_may_be_dear_items). */
+static double guard_floor(const hlbp *h, const hpu *q, double amort, double g, double now) {
+  if (distrusted(h, q)) {
+    double f = flat_floor(q, g);
+    if (flat_may_be_dear_items(h, q, f, now)) f = 0.0;
+    return fmax(g, f);
+  }
   return fmax(amort, g);
-}
-
-/* The dearest time per item among the PU's recent blocks (fixed cost included). */
-static double worst_per_item(const hpu *q) {
-  double w = 0;
-  for (unsigned i = 0; i < q->ring_n; i++)
-    if (q->ring_x[i] > 0) w = fmax(w, q->ring_t[i] / q->ring_x[i]);
-  return w;
 }
 
 /* 1 when cutting a PU's last block x down to `guarded` saves more time than the part cut off
@@ -1235,7 +1259,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
      * 238 (amort: 568), predicted at 3.8 s with 3.8 s left; they took 5.4 s, the others idle 1.9 s
      * (`bench_sim superlinear`'s 16-PU cluster 1, seed 6: 1.30 x the bound, 1.09 cut to 190). */
     double floor_amort = last ? fmin(amort, q->u.max_items) : amort;
-    double guarded = fmin(x, fmax(guard, guard_floor(h, q, floor_amort, g)));
+    double guarded = fmin(x, fmax(guard, guard_floor(h, q, floor_amort, g, now)));
     /* What is cut off is the PU's own next block, or, off its last, crumbs for whoever is free
      * first (cut_pays). */
     if (guarded < x && (!last || cut_pays(h, q, c, x, guarded, fixed))) x = guarded, last = 0;
