@@ -477,6 +477,22 @@ static hlb_executor *cpu_and_device(double cpu_throttle, double cl_throttle) {
 }
 
 /* The heavy kernel on `spec` (two PUs) under greedy with `params`, PUs throttled as given. */
+#define JUDGED_RUN_TRIES 5
+
+/* 1 when the cpu PU (PU 0) of a run finished HLB_EXEC_RELEASE_BLOCKS blocks, the fewest on
+ * which judge_takeover decides anything; else says so and clears s. The emulated throttle
+ * sleeps 999x a block's measured time, so one preemption of the cpu PU's one-item block on a
+ * loaded machine (a time slice of a few ms: CI runs ctest -j2 under ASan on 2 cores) makes it
+ * sleep seconds while the device does all N items, and the run ends on one cpu block (seen in
+ * CI, 2026-11-29). Such a run is no test of the decision: run again. */
+static int cpu_judged(hlb_exec_stats *s) {
+  if (s->per_pu[0].blocks >= HLB_EXEC_RELEASE_BLOCKS) return 1;
+  print_message("the cpu PU finished %zu block(s) (the device %zu): not judged, run again\n",
+                s->per_pu[0].blocks, s->per_pu[1].blocks);
+  hlb_exec_stats_clear(s);
+  return 0;
+}
+
 static void run_stats(const char *spec, double cl_throttle, double cpu_throttle, const char *params,
                       hlb_exec_stats *s) {
   hlb_exec_pu pus[2];
@@ -522,10 +538,18 @@ static void test_judged_devices(void **st) {
 
   /* One-item blocks: the device's thousands of blocks outlast the cpu PU's first two (40 ms
    * each), so it is judged even when the machine is busy; at 1000x a first device block slowed
-   * to 50 ms and more by a loaded machine cannot release it. */
-  run_stats("cpu,opencl:0", 1, 1000, "chunk=1", &s);
-  assert_int_equal(s.per_pu[1].released, 0);
-  assert_non_null(strstr(s.per_pu[1].release_reason, "kept: "));
+   * to 50 ms and more by a loaded machine cannot release it. A run in which one preempted cpu
+   * block slept seconds while the device did everything judged nothing (the sanitised suite in
+   * a bare root beside other work: reason ""): it is run again (cpu_judged). */
+  for (int tries = 0;; tries++) {
+    if (tries == JUDGED_RUN_TRIES) fail_msg("no run judged in %d tries", JUDGED_RUN_TRIES);
+    run_stats("cpu,opencl:0", 1, 1000, "chunk=1", &s);
+    if (cpu_judged(&s)) break;
+  }
+  if (s.per_pu[1].released || !strstr(s.per_pu[1].release_reason, "kept: "))
+    fail_msg("opencl:0 (%zu blocks, %.3g s busy; cpu %zu blocks, %.3g s busy): reason '%s'",
+             (size_t)s.per_pu[1].blocks, s.per_pu[1].busy_s, (size_t)s.per_pu[0].blocks,
+             s.per_pu[0].busy_s, s.per_pu[1].release_reason);
   assert_int_equal(s.per_pu[0].cores_given, 0);
   hlb_exec_stats_clear(&s);
 
@@ -591,22 +615,6 @@ static void empty_dir(const char *dir) {
 
 /* Tries for a run that finished the blocks its check needs, which a loaded machine can cut short
  * (cpu_judged, test_trial_blocks_grow). */
-#define JUDGED_RUN_TRIES 5
-
-/* 1 when the cpu PU (PU 0) of a run finished HLB_EXEC_RELEASE_BLOCKS blocks, the fewest on
- * which judge_takeover decides anything; else says so and clears s. The emulated throttle
- * sleeps 999x a block's measured time, so one preemption of the cpu PU's one-item block on a
- * loaded machine (a time slice of a few ms: CI runs ctest -j2 under ASan on 2 cores) makes it
- * sleep seconds while the device does all N items, and the run ends on one cpu block (seen in
- * CI, 2026-11-29). Such a run is no test of the decision: run again. */
-static int cpu_judged(hlb_exec_stats *s) {
-  if (s->per_pu[0].blocks >= HLB_EXEC_RELEASE_BLOCKS) return 1;
-  print_message("the cpu PU finished %zu block(s) (the device %zu): not judged, run again\n",
-                s->per_pu[0].blocks, s->per_pu[1].blocks);
-  hlb_exec_stats_clear(s);
-  return 0;
-}
-
 /* Fails with the device's reason unless it says that later runs give it the cpu PU's cores. */
 static void assert_takes_cores(const hlb_exec_stats *s) {
   if (!strstr(s->per_pu[1].release_reason, "later runs give it its cores"))
