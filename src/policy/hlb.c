@@ -24,7 +24,7 @@
  *   last block larger than any the PU has run back to the largest, below the amortising floor.
  *   In a run without item costs a PU whose curve missed beyond prior_tolerance stays distrusted
  *   for the run (note_uneven): items that do not cost the same. A distrusted PU is not cut below
- *   its flat size, or twice that where its curve agrees (flat_floor), unless items that vary
+ *   its flat size, or twice that where its curve agrees (flat_floor), unless items said to vary
  *   may explain that size and its block could end past the finish (flat_may_be_dear_items).
  * - block_budget: where the caller says the items' costs vary (hlb_codelet.items_vary, a
  *   simulated cost_map.declared) and no pass measured them before, no block is planned longer than
@@ -894,19 +894,22 @@ static double worst_per_item(const hpu *q) {
 }
 
 /* 1 where a distrusted PU's flat size f (note_flat) may be items that cost differently, not a
- * fixed cost, and a block of that size could end past the finish: the items are said or found
- * to vary, and f items at the dearest time per item of its recent blocks (worst_per_item) would
- * end more than tail_idle of the predicted makespan after the common finish. Counted in items,
- * a flat reading cannot tell a fixed cost from a dear item: machine B's CPU on the random spikes
- * map (1 ms of fixed cost, 0.17 s an average row) read a flat size of 28 rows off a 1-row block
- * that met a spike (2.5 s) and blocks of 28 cheap rows (2.1-2.3 s), and that floor held its
- * guarded blocks at 28 rows to the end. Its last met a spike slice, took 69 s, and the run ended
- * 44 s after the others (map seed 1, 10^5 items, noise seed 1: 1.22 x the bound, 1.015 without
- * the floor there). A GPU
- * whose flat size is its launch keeps it: f rows at its dearest rate end long before the finish
- * (docs/benchmarks.md, "A flat size that may be dear items"). */
+ * fixed cost, and a block of that size could end past the finish: the caller says the items vary
+ * (unseen_items_vary), and f items at the dearest time per item of the PU's recent blocks
+ * (worst_per_item) would end more than tail_idle of the predicted makespan after the common
+ * finish. Counted in items, a flat reading cannot tell a fixed cost from a dear item: machine B's
+ * CPU on the random spikes map (1 ms of fixed cost, 0.17 s an average row) read a flat size of
+ * 28 rows off a 1-row block that met a spike (2.5 s) and blocks of 28 cheap rows (2.1-2.3 s), and
+ * that floor held its guarded blocks at 28 rows to the end. Its last met a spike slice, took
+ * 69 s, and the run ended 44 s after the others (map seed 1, 10^5 items, noise seed 1: 1.22 x the
+ * bound, 1.015 without the floor there). Not where the items were only found to vary: the
+ * simulator's H100 GPU on the mandelbrot map (0.15 ms launches, rows of a microsecond, not
+ * declared) has its launch in its dearest time per item, so its flat block reads as ending past
+ * the finish, and without the floor it took one-row blocks: 1.7, 19 and 54 x the bound in three
+ * tests of tests/unit/sim/test_driver_core.c that expect under 1.6, 4 and 9 (docs/benchmarks.md,
+ * "A flat size that may be dear items"). */
 static int flat_may_be_dear_items(const hlbp *h, const hpu *q, double f, double now) {
-  if (!(f > 0) || !h->planned || !(unseen_items_vary(h) || found_not_said(h))) return 0;
+  if (!(f > 0) || !h->planned || !unseen_items_vary(h)) return 0;
   double slack = h->prm[P_TAIL] * (h->target - h->t0);
   return now + f * worst_per_item(q) > h->target + slack;
 }
