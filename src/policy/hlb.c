@@ -1023,6 +1023,21 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
   return x;
 }
 
+/* 1 when a PU whose guard leaves it less than a granule should wait for the busy PUs to take
+ * what is left: the caller says the items vary, and one granule at the dearest time per item of
+ * the PU's recent blocks (worst_per_item) would end more than tail_idle of the predicted makespan
+ * after the common finish. The guard cannot cut below a granule, and near the end a slow PU's
+ * one dear item outlasts the others' whole tail: machine B's CPU on the random spikes map (0.17 s
+ * an average row, 2.4 s a spike row) took its last row 0.7 s before the others were done, a spike
+ * that ended 1.7 s after them (map seed 1, 20000 items, noise seed 1: 1.072 x the bound; 1.033
+ * waiting). A GPU's dearest row, its launch included, ends well within the slack and never waits
+ * for this. Over the 20 maps at 5000 items 1.123 -> 1.105 x the bound, worst 1.217 -> 1.149; at
+ * 20000 1.0415 -> 1.0408; at 10^5 unchanged (docs/benchmarks.md, "A slow PU's last dear granule"). */
+static int dear_granule_ends_late(const hlbp *h, const hpu *q, double now, double g) {
+  if (!h->planned || !unseen_items_vary(h) || hlb__plb_busy(h->ctx) == 0) return 0;
+  return now + g * worst_per_item(q) > h->target + h->prm[P_TAIL] * (h->target - h->t0);
+}
+
 /* 1 when PU pu's last block x should also take the rest of the pool (left - x): no other PU's
  * plan has a granule more than it has in flight, the rest costs pu less than a block's fixed
  * cost inside this block, and no other PU is predicted to end it sooner in a block of its own
@@ -1255,6 +1270,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   double budget = budget_size(h, q, c, &memo, left, amort, g);
   if (x > budget) x = budget, last = 0;
   double guard = guarded_size(h, q, c, now, left, &memo);
+  if (guard < g && dear_granule_ends_late(h, q, now, g)) return HLB_WAIT;
   if (x > guard) { /* never above the plan's size */
     /* The amortising floor keeps a guarded block worth its fixed cost, but a last block beyond
      * every size the PU has run is a guess: it may be cut back to the largest. A PU with 0.52 s of
