@@ -32,7 +32,9 @@
  *   dear items nobody has met yet (budget_size).
  * - The end is discrete: when fewer granules are left than the split can place, a PU whose
  *   share is under a granule works unless the busy PUs would finish every granule left
- *   before it finishes one (earliest completion, as greedy does by accident).
+ *   before it finishes one (earliest completion, as greedy does by accident). Where the items
+ *   are said to vary, a PU whose guard leaves less than a granule also waits while one granule,
+ *   at its dearest recent time per item, would end past the finish (dear_granule_ends_late).
  * - Models are fitted rarely (each time a PU's sample count grows by `refit_growth`); in
  *   between, a per-PU correction factor (exponentially weighted ratio of measured to
  *   predicted times) follows slowdowns and speed-ups within a few blocks.
