@@ -887,6 +887,12 @@ static double flat_floor(const hpu *q, double g) {
   return f;
 }
 
+/* The latest a block may end: the common finish plus tail_idle of the predicted makespan (the
+ * guard's slack; the waits below use it too). */
+static double latest_end(const hlbp *h) {
+  return h->target + h->prm[P_TAIL] * (h->target - h->t0);
+}
+
 /* The dearest time per item among the PU's recent blocks (fixed cost included). */
 static double worst_per_item(const hpu *q) {
   double w = 0;
@@ -912,8 +918,7 @@ static double worst_per_item(const hpu *q) {
  * "A flat size that may be dear items"). */
 static int flat_may_be_dear_items(const hlbp *h, const hpu *q, double f, double now) {
   if (!(f > 0) || !h->planned || !unseen_items_vary(h)) return 0;
-  double slack = h->prm[P_TAIL] * (h->target - h->t0);
-  return now + f * worst_per_item(q) > h->target + slack;
+  return now + f * worst_per_item(q) > latest_end(h);
 }
 
 /* The smallest block the guard may cut to. A guarded block still amortises the fixed cost (10
@@ -1034,10 +1039,11 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
  * that ended 1.7 s after them (map seed 1, 20000 items, noise seed 1: 1.072 x the bound; 1.033
  * waiting). A GPU's dearest row, its launch included, ends well within the slack and never waits
  * for this. Over the 20 maps at 5000 items 1.123 -> 1.105 x the bound, worst 1.217 -> 1.149; at
- * 20000 1.0415 -> 1.0408; at 10^5 unchanged (docs/benchmarks.md, "A slow PU's last dear granule"). */
+ * 20000 1.0415 -> 1.0408; at 10^5 unchanged (docs/benchmarks.md, "A slow PU's last dear
+ * granule"). */
 static int dear_granule_ends_late(const hlbp *h, const hpu *q, double now, double g) {
   if (!h->planned || !unseen_items_vary(h) || hlb__plb_busy(h->ctx) == 0) return 0;
-  return now + g * worst_per_item(q) > h->target + h->prm[P_TAIL] * (h->target - h->t0);
+  return now + g * worst_per_item(q) > latest_end(h);
 }
 
 /* 1 when PU pu's last block x should also take the rest of the pool (left - x): no other PU's
@@ -1105,7 +1111,7 @@ static int unshaped_ends_late(const hlbp *h, const hpu *q, const hlb_curve *c, d
                               double x) {
   if (!h->planned || shaped(q) || hlb__plb_busy(h->ctx) == 0) return 0;
   double t = fmax(hlb_curve_time(c, x), q->min_t);
-  return now + t > h->target + h->prm[P_TAIL] * (h->target - h->t0);
+  return now + t > latest_end(h);
 }
 
 /* A block's cost to the count the pool hands out from where the next grant starts. */
@@ -1204,8 +1210,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
      * row predicted at 0.08 s, 0.26 s before the others were done; it was a spike and ended
      * 2.2 s after them (1.29 x the bound, greedy 1.25; 1.09 waiting). */
     double late = unseen_items_vary(h) && h->worst_late > 1.0 ? h->worst_late : 1.0;
-    if (h->planned && now + own_g * late > h->target + h->prm[P_TAIL] * (h->target - h->t0))
-      return HLB_WAIT;
+    if (h->planned && now + own_g * late > latest_end(h)) return HLB_WAIT;
   }
   /* Smallest sensible block: min_fraction of a PU's share, and long enough to amortise the
    * curve's fixed cost. */

@@ -172,19 +172,29 @@ static double least_busy(const pu_bound *b, double x) {
   return b->whole_blocks && x > 0 ? fmax(fractional, least_busy_whole(b, x)) : fractional;
 }
 
-/* The most items the PU can have done by T: L is nondecreasing, so bisect. */
+/* Brackets the most the PU can process within T, at most cap: least_busy(lo) <= T, and hi is cap
+ * or least_busy(hi) > T, hi - lo within `tol` of hi. L is nondecreasing, so bisect. */
+static void bracket_most(const pu_bound *b, double T, double cap, double tol, double *lo,
+                         double *hi) {
+  *lo = 0, *hi = cap;
+  if (least_busy(b, cap) <= T) {
+    *lo = cap;
+    return;
+  }
+  for (int i = 0; i < 100 && *hi - *lo > tol * fmax(1.0, *hi); i++) {
+    double mid = 0.5 * (*lo + *hi);
+    if (least_busy(b, mid) <= T)
+      *lo = mid;
+    else
+      *hi = mid;
+  }
+}
+
+/* The most items the PU can have done by T, rounded down. */
 static double most_items(const pu_bound *b, double T, double n_items) {
   if (b->off) return 0;
-  double hi = n_items;
-  if (least_busy(b, hi) <= T) return hi;
-  double lo = 0;
-  for (int i = 0; i < 100 && hi - lo > 1e-9 * fmax(1.0, hi); i++) {
-    double mid = 0.5 * (lo + hi);
-    if (least_busy(b, mid) <= T)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  double lo, hi;
+  bracket_most(b, T, n_items, 1e-9, &lo, &hi);
   return lo;
 }
 
@@ -282,10 +292,10 @@ static void describe_pu(const hlb_cluster *c, unsigned p, double n_items, double
 /* The map's item-count breakpoints (those of C and D, and the grid) for N items, with C and D
  * there and the grid point at or before each. */
 typedef struct item_steps {
-  unsigned m;    /* breakpoints, the first 0 and the last N */
-  double *n;     /* item counts */
-  double *cheap; /* C(n): the cheapest n items' cost */
-  double *dear;  /* D(n): the dearest n items' cost */
+  unsigned m;     /* breakpoints, the first 0 and the last N */
+  double *n;      /* item counts */
+  double *cheap;  /* C(n): the cheapest n items' cost */
+  double *dear;   /* D(n): the dearest n items' cost */
   unsigned *grid; /* the grid point k with n_k <= n */
 } item_steps;
 
@@ -305,8 +315,7 @@ static int by_double(const void *a, const void *b) {
 
 /* Cost of the first n items in the order of the sorted slice weights w (each slice N / S
  * items), `prefix` their running sums. */
-static double cost_of_first(const double *w, const double *prefix, unsigned S, double N,
-                            double n) {
+static double cost_of_first(const double *w, const double *prefix, unsigned S, double N, double n) {
   double per = N / S;
   unsigned whole = n >= N ? S : (unsigned)floor(n / per);
   if (whole >= S) return prefix[S] * per;
@@ -388,7 +397,6 @@ oom:
 /* The most cost L'_p allows within s, rounded up (an upper bound on X_p(s)); -1 below 0. */
 static double most_cost_within(const pu_bound *b, double s, double cap) {
   if (s < 0) return -1;
-  if (least_busy(b, cap) <= s) return cap;
   if (b->q == 0 && b->r == 0 && b->s == 0 && !isfinite(b->block_cap) && b->l > 0) {
     /* Affine (every paper preset), no largest block: L'(x) = x c(ymin) / ymin below the
      * smallest block, c(x) = f + l x from there on (c(y) / y falls), so X is read off directly. */
@@ -396,14 +404,8 @@ static double most_cost_within(const pu_bound *b, double s, double cap) {
     double x = s <= c0 ? s * b->ymin / c0 : (s - b->f) / b->l;
     return fmin(cap, x * (1 + 1e-12));
   }
-  double lo = 0, hi = cap;
-  for (int i = 0; i < 100 && hi - lo > 1e-12 * fmax(1.0, hi); i++) {
-    double mid = 0.5 * (lo + hi);
-    if (least_busy(b, mid) <= s)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  double lo, hi;
+  bracket_most(b, s, cap, 1e-12, &lo, &hi);
   return hi;
 }
 
@@ -425,7 +427,7 @@ static unsigned pu_corners(const pu_bound *b, const item_steps *s, double N, dou
     if (top < 0) break;
     double c0 = s->cheap[i], dc = (s->cheap[i + 1] - c0) / width;
     double d0 = s->dear[i], dd = (s->dear[i + 1] - d0) / width;
-    if (c0 > top) break; /* C rises and top falls: nothing further fits */
+    if (c0 > top) break;                     /* C rises and top falls: nothing further fits */
     double e = fmin(s->n[i + 1], n_end) - a; /* the segment's part within reach */
     if (dc > 0 && c0 + dc * e > top) e = (top - c0) / dc;
     /* At each end the cheap side, then the dear side (D capped at top), and between them where
@@ -451,8 +453,8 @@ static double turn(const corner *a, const corner *b, const corner *c) {
 }
 
 /* The convex hull of the k corners in place (monotone chain), its size returned: the same
- * support function, from a tenth of the corners or fewer. pu_corners lists them by items, then
- * by cost, as the chain needs. */
+ * support function from fewer corners. pu_corners lists them by items, then by cost, as the
+ * chain needs. */
 static unsigned hull(corner *p, unsigned k, corner *scratch) {
   if (k < 3) return k;
   unsigned h = 0;
