@@ -137,6 +137,10 @@ HLB_EXTERN double hlb_balancer_remaining_cost(const hlb_balancer *b);
 /* How many items the next grant would hold for a block of this cost (at least 1, at most what
  * the range the next grant comes from holds). */
 HLB_EXTERN size_t hlb_balancer_count_for_cost(const hlb_balancer *b, double cost);
+/* The cost of the first `count` items the next grant would hold (count itself without item
+ * costs; at most what the range the next grant comes from holds): what a block of that count
+ * would really cost, where a block asked for by cost is rounded up to one dear item. */
+HLB_EXTERN double hlb_balancer_cost_for_count(const hlb_balancer *b, size_t count);
 
 /* 1 when the sample's times are usable (finite, compute > 0, transfer >= 0, count > 0): the
  * same test the models apply, so a policy can skip what the model rejected. */

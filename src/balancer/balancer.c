@@ -728,16 +728,27 @@ double hlb_balancer_remaining_cost(const hlb_balancer *b) {
   return c;
 }
 
+/* The range the next grant comes from (hlb__pool_take): the newest range given back, else
+ * the items never granted. */
+static void next_range(const hlb__pool *p, size_t *begin, size_t *avail) {
+  *begin = p->n_back ? p->back[p->n_back - 1].begin : p->cursor;
+  *avail = p->n_back ? p->back[p->n_back - 1].count : p->n_items - p->cursor;
+}
+
 size_t hlb_balancer_count_for_cost(const hlb_balancer *b, double cost) {
-  const hlb__pool *p = &b->pool;
-  /* The range the next grant comes from (hlb__pool_take): the newest range given back, else
-   * the items never granted. */
-  size_t begin = p->n_back ? p->back[p->n_back - 1].begin : p->cursor;
-  size_t avail = p->n_back ? p->back[p->n_back - 1].count : p->n_items - p->cursor;
+  size_t begin, avail;
+  next_range(&b->pool, &begin, &avail);
   if (avail == 0) return 1;
   size_t c = b->use_cost ? hlb__density_count_for_cost(&b->density, begin, avail, cost)
                          : (cost >= (double)avail ? avail : (size_t)(cost > 0 ? cost : 0));
   return c ? c : 1;
+}
+
+double hlb_balancer_cost_for_count(const hlb_balancer *b, size_t count) {
+  size_t begin, avail;
+  next_range(&b->pool, &begin, &avail);
+  if (count > avail) count = avail;
+  return b->use_cost ? hlb__density_cost(&b->density, begin, count) : (double)count;
 }
 
 int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsigned m) {

@@ -35,6 +35,8 @@
  *   before it finishes one (earliest completion, as greedy does by accident). Where the items
  *   are said to vary, a PU whose guard leaves less than a granule also waits while one granule,
  *   at its dearest recent time per item, would end past the finish (dear_granule_ends_late).
+ *   In a pass sized by measured item costs, a PU waits rather than take one known dear item that
+ *   would end past the finish (dear_item_ends_late).
  * - Models are fitted rarely (each time a PU's sample count grows by `refit_growth`); in
  *   between, a per-PU correction factor (exponentially weighted ratio of measured to
  *   predicted times) follows slowdowns and speed-ups within a few blocks.
@@ -1120,6 +1122,21 @@ static size_t to_count(const hlbp *h, double x) {
   return hlb__plb_round(h->ctx, (double)hlb_balancer_count_for_cost(h->ctx->balancer, x));
 }
 
+/* 1 when the block of `count` items asked for as cost x is one granule that costs more than x
+ * (a pass sized by measured item costs rounds a block below the next item's cost up to that
+ * item) and, at its known cost, would end more than tail_idle of the predicted makespan after the
+ * common finish while others are busy: they come back for it. Without this, machine B's CPU on
+ * the random spikes map (noiseless third pass, 5000 items) took one spike row at 9.7 s, its share
+ * a third of that row's cost, and ended at 12.0 s, 0.7 s after the others. */
+static int dear_item_ends_late(const hlbp *h, const hlb_curve *c, double now, double x,
+                               size_t count) {
+  if (!h->planned || !hlb_balancer_has_item_cost(h->ctx->balancer) ||
+      count > (h->ctx->granularity ? h->ctx->granularity : 1) || hlb__plb_busy(h->ctx) == 0)
+    return 0;
+  double cost = hlb_balancer_cost_for_count(h->ctx->balancer, count);
+  return cost > x && now + hlb_curve_time(c, cost) > latest_end(h);
+}
+
 /* block_budget: the largest block (a cost) whose predicted time is within the budget's share of
  * the predicted makespan, or the amortising size `amort` when that is larger; +inf when the
  * budget is off, the caller did not say that the items' costs vary (hlb_balancer_items_vary) and
@@ -1305,6 +1322,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (spread > x && spread <= left && (spread <= budget || !unseen_items_vary(h))) x = spread;
   if (unshaped_ends_late(h, q, c, now, x)) return HLB_WAIT;
   *count = to_count(h, x);
+  if (dear_item_ends_late(h, c, now, x, *count)) return HLB_WAIT;
   return HLB_GRANT;
 }
 

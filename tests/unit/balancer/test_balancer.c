@@ -611,6 +611,42 @@ static void scattered_priors_are_forgotten_at_once(void **state) {
   free(cost);
 }
 
+/* hlb_balancer_cost_for_count reads the range the next grant comes from: with item costs the
+ * cost of its first items (one slice of 10 items 30x the others'), clamped to what is left, and
+ * the count itself without them. */
+static void cost_for_count_reads_the_next_range(void **state) {
+  (void)state;
+  double cost[64];
+  for (unsigned k = 0; k < 64; k++)
+    cost[k] = k == 1 ? 30.0 : 1.0;
+  /* A policy that sizes by cost; its first block (the probe) is 10 items. */
+  hlb_balancer_config c = config(640, 2, "hlb", "probe_fraction=0.03125");
+  c.item_cost = cost;
+  c.n_item_cost = 64;
+  hlb_balancer *b = NULL;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  double cheap = hlb_balancer_cost_for_count(b, 10), both = hlb_balancer_cost_for_count(b, 20);
+  if (!(fabs((both - cheap) / cheap - 30.0) < 1e-6))
+    fail_msg("items 10-19 cost %.6g, items 0-9 %.6g: not 30x", both - cheap, cheap);
+  assert_true(fabs(hlb_balancer_cost_for_count(b, 100000) - hlb_balancer_remaining_cost(b)) <
+              1e-9 * hlb_balancer_remaining_cost(b));
+  assert_int_equal(hlb_balancer_count_for_cost(b, both), 20);
+  /* After a grant of the first 10 items, the next range starts at the dear slice. */
+  hlb_block blk;
+  assert_int_equal(hlb_balancer_next(b, 0, 0.0, &blk), HLB_GRANT);
+  assert_int_equal(blk.count, 10);
+  double next = hlb_balancer_cost_for_count(b, 1), expect = 30.0 * cheap / 10;
+  if (!(fabs(next - expect) < 1e-9 * expect))
+    fail_msg("after the first 10 items the next item costs %.6g, not %.6g", next, expect);
+  hlb_balancer_destroy(b);
+  c.item_cost = NULL;
+  c.n_item_cost = 0;
+  assert_int_equal(hlb_balancer_create(&c, &b), 0);
+  assert_true(hlb_balancer_cost_for_count(b, 7) == 7.0);
+  assert_true(hlb_balancer_cost_for_count(b, 1000) == 640.0);
+  hlb_balancer_destroy(b);
+}
+
 /* A first block that holds a one-time warm-up (30x its priors' time, as a GPU library's set-up
  * made an H100's) neither gets right priors forgotten nor shrinks the next block: the second
  * block is planned as the first was. */
@@ -1135,6 +1171,7 @@ int main(void) {
       cmocka_unit_test(wrong_priors_are_forgotten),
       cmocka_unit_test(scattered_priors_are_forgotten_at_once),
       cmocka_unit_test(warm_up_block_keeps_the_priors),
+      cmocka_unit_test(cost_for_count_reads_the_next_range),
       cmocka_unit_test(late_grants_keep_their_size),
       cmocka_unit_test(priors_need_a_policy_that_takes_them),
       cmocka_unit_test(training_misses_do_not_hold_later_blocks),
