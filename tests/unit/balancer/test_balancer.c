@@ -1058,6 +1058,45 @@ static void trusted_costs_are_kept_while_they_beat_counts(void **state) {
   if (!band) fail_msg("no map between the two bars");
 }
 
+/* Costs on trial over items the caller says vary (items_vary) need only beat counts, the bar of
+ * costs that sized a pass: over the maps of the test above, a map between the two bars (kept when
+ * it sized the pass, not trusted on trial) is trusted on trial when the items are said to vary,
+ * and the backwards map is not. */
+static void costs_of_items_said_to_vary_need_only_beat_counts(void **state) {
+  (void)state;
+  const size_t n = 65536;
+  double map[HLB_ITEM_COST_SLICES];
+  const double dear[] = {3.0, 2.0, 1.6, 1.4, 1.3, 1.2, 1.1, 1.05, 1.0 / 3.0};
+  int band = 0;
+  for (size_t k = 0; k < sizeof dear / sizeof *dear; k++) {
+    halves_map(map, dear[k]);
+    hlb_balancer *b = costed_pass(n, first_half_dear, map, 0, 11);
+    int sized = hlb_balancer_item_cost_trusted(b);
+    hlb_balancer_destroy(b);
+    b = costed_pass(n, first_half_dear, map, 1, 11);
+    int on_trial = hlb_balancer_item_cost_trusted(b);
+    hlb_balancer_destroy(b);
+    hlb_balancer_config c = config(n, 2, "hlb", NULL);
+    c.keep_log = 1;
+    c.learn_item_cost = 1;
+    c.item_cost = map;
+    c.n_item_cost = HLB_ITEM_COST_SLICES;
+    c.item_cost_on_trial = 1;
+    c.items_vary = 1;
+    b = run_pass(&c, first_half_dear, 11);
+    int said = hlb_balancer_item_cost_trusted(b);
+    hlb_balancer_destroy(b);
+    print_message("map %.2f:1: sized %d, on trial %d, on trial said to vary %d\n", dear[k], sized,
+                  on_trial, said);
+    if (dear[k] < 1.0 && said) fail_msg("backwards map %.2f:1 trusted", dear[k]);
+    if (sized && !on_trial) {
+      band++;
+      if (!said) fail_msg("map %.2f:1 beats counts but is not trusted said to vary", dear[k]);
+    }
+  }
+  if (!band) fail_msg("no map between the two bars");
+}
+
 /* One item in 32 costs 40x the others, in runs of 64. */
 static double dear_runs(size_t i, size_t n) {
   (void)n;
@@ -1149,6 +1188,7 @@ int main(void) {
       cmocka_unit_test(kept_samples_follow_the_costs_the_next_pass_sizes_by),
       cmocka_unit_test(items_said_to_vary_hold_every_block),
       cmocka_unit_test(costs_learnt_from_noise_stay_on_trial),
+      cmocka_unit_test(costs_of_items_said_to_vary_need_only_beat_counts),
       cmocka_unit_test(trusted_costs_are_kept_while_they_beat_counts),
       cmocka_unit_test(items_look_uniform_when_map_and_blocks_agree),
       cmocka_unit_test(bad_configs_are_named),
