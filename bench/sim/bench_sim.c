@@ -461,8 +461,8 @@ static hlb_cluster *spikes_with_seed(const cJSON *preset, unsigned map_seed, int
 }
 
 /* One policy's mean ratio to the bound over noise seeds 1..5 (of the last of `passes`). */
-static double mean_ratio(const hlb_cluster *c, size_t items, const char *policy,
-                         const char *params, unsigned passes) {
+static double mean_ratio(const hlb_cluster *c, size_t items, const char *policy, const char *params,
+                         unsigned passes) {
   double sum = 0;
   for (uint64_t seed = 1; seed <= 5; seed++) {
     hlb_sim_result *r = sim_passes(c, items, policy, params, seed, passes);
@@ -508,8 +508,8 @@ static int run_spike_maps(int argc, char **argv) {
     }
   printf("== irregular-2machines-spikes, map seeds 1-%u%s, %zu items%s: mean ratio to the bound "
          "over noise seeds 1-5 ==\n%-10s",
-         maps, declared ? "" : ", not declared", items,
-         passes > 1 ? ", third remembered pass" : "", "map seed");
+         maps, declared ? "" : ", not declared", items, passes > 1 ? ", third remembered pass" : "",
+         "map seed");
   for (unsigned i = 0; i < n; i++)
     printf(" %10s", i == 3 ? params : names[i]);
   printf("\n");
