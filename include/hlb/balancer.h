@@ -114,12 +114,11 @@ HLB_EXTERN int hlb_balancer_item_cost(const hlb_balancer *b, double *out, unsign
  * finished blocks better than their counts did, out of sample since they came from an earlier
  * pass: costs on trial by a clear margin (a misfit under 0.7 of the counts'), costs given
  * whole (trusted by the pass before) or over items the caller says vary (items_vary) by any
- * (under the counts'). 1 when the next pass should
- * size by hlb_balancer_item_cost's costs, 0 when it should take them with item_cost_on_trial. 0
- * when no costs were given, or too few blocks finished to tell (each PU's first block and PUs of
- * under 4 blocks are not scored). A map learnt from the noise of work whose items all cost the same
- * fits its own pass, not the next: on an H100 such maps sent the cpu PU 570 matmul rows predicted
- * at 3.3 ms that took 656 ms. */
+ * (under the counts'). 1 when the next pass should size by hlb_balancer_item_cost's costs, 0
+ * when it should take them with item_cost_on_trial. 0 when no costs were given, or too few
+ * blocks finished to tell (each PU's first block and PUs of under 4 blocks are not scored). A map
+ * learnt from the noise of work whose items all cost the same fits its own pass, not the next: on
+ * an H100 such maps sent the cpu PU 570 matmul rows predicted at 3.3 ms that took 656 ms. */
 HLB_EXTERN int hlb_balancer_item_cost_trusted(const hlb_balancer *b);
 /* 1 when the samples hlb_balancer_log_sample keeps are in other units than those the caller
  * kept before this pass (with learn_item_cost): costs on trial that predicted the pass (counts

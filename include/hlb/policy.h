@@ -120,9 +120,10 @@ HLB_EXTERN double hlb_balancer_range_cost(const hlb_balancer *b, size_t begin, s
 HLB_EXTERN int hlb_balancer_has_item_cost(const hlb_balancer *b);
 /* 1 when an earlier pass over these items measured them: its item costs size this pass's
  * blocks (hlb_balancer_has_item_cost), or are on trial (hlb_balancer_config.item_cost_on_trial:
- * blocks sized by count, the costs scored). The items are then not seen for the first time: a
- * miss is noise or a slow PU, not an unforeseen dear region, and a policy's guards for work
- * seen once need not bind. */
+ * blocks sized by count, the costs scored) for items the caller did not say vary. The items are
+ * then not seen for the first time: a miss is noise or a slow PU, not an unforeseen dear region,
+ * and a policy's guards for work seen once need not bind. Costs on trial over items said to vary
+ * (items_vary) place none of the dear ones, and such a pass counts as unmeasured. */
 HLB_EXTERN int hlb_balancer_items_measured(const hlb_balancer *b);
 /* 1 when the caller said the items' costs vary (hlb_balancer_config.items_vary). */
 HLB_EXTERN int hlb_balancer_items_vary(const hlb_balancer *b);

@@ -346,20 +346,6 @@ static int shaped(const hpu *q) {
   return q->u.fitted || hlb__plb_affine_curve(&q->u, &line);
 }
 
-/* 1 when an earlier pass measured these items in a way this pass leans on
- * (hlb_balancer_items_measured): its item costs size this pass's blocks, or they are on trial
- * for items nobody said vary. Costs on trial size nothing (blocks go by count), so where the
- * caller says the items vary the dear ones are as unplaced as in a first pass, and such a pass is
- * guarded as one: block_budget, the waits for a dear granule and the run's misses in the guard.
- * Unguarded, the second pass over the random spikes maps (20 map seeds, noise seeds 1-5; `hlb
- * sim --passes 2`) ended 1.187, 1.171 and 1.107 x the bound at 5000, 20000 and 10^5 items, worse
- * than the first pass (1.105, 1.041, 1.016); guarded it runs as the first pass does
- * (docs/benchmarks.md, "A pass whose item costs are on trial"). */
-static int items_known(const hlb_balancer *b) {
-  if (hlb_balancer_items_vary(b) && hlb_balancer_item_cost_on_trial(b)) return 0;
-  return hlb_balancer_items_measured(b);
-}
-
 /* Items that do not cost the same show as misses no curve of the block's size can explain; once
  * a PU's mean miss is beyond prior_tolerance in a run without item costs, its curve is not
  * trusted for the rest of the run (guard_floor, guarded_size). Only misses of a line or a fit
@@ -371,7 +357,7 @@ static int items_known(const hlb_balancer *b) {
  * before, and on an H100 host's sub-millisecond blocks the flag read scheduling noise as uneven
  * items: k-means and spmv runs of 2 000-22 000 blocks, 4-50x the runs sized by costs. */
 static void note_uneven(hlbp *h, hpu *q, const hlb_sample *s) {
-  if (items_known(h->ctx->balancer) || !(s->compute_s >= s->transfer_s)) return;
+  if (hlb_balancer_items_measured(h->ctx->balancer) || !(s->compute_s >= s->transfer_s)) return;
   if (beyond_band(h, q)) q->uneven = 1, h->found_uneven = 1;
 }
 
@@ -387,16 +373,15 @@ static void note_uneven(hlbp *h, hpu *q, const hlb_sample *s) {
  * edge (1.012 -> 1.023 x the bound). docs/benchmarks.md, "Items measured uniform". */
 static int item_costs_matter(const hlbp *h) {
   const hlb_balancer *b = h->ctx->balancer;
-  return items_known(b) && !hlb_balancer_items_look_uniform(b);
+  return hlb_balancer_items_measured(b) && !hlb_balancer_items_look_uniform(b);
 }
 
 /* 1 in a pass over items the caller says vary (hlb_balancer_items_vary) that no earlier pass
- * measured, or whose measured costs are only on trial (items_known): a block may meet items dearer
- * than any seen, wherever it lies (block_budget, find_best_block, hlb_next's wait for a granule).
- */
+ * measured (their costs, if any, only on trial): a block may meet items dearer than any seen,
+ * wherever it lies (block_budget, find_best_block, hlb_next's wait for a granule). */
 static int unseen_items_vary(const hlbp *h) {
   const hlb_balancer *b = h->ctx->balancer;
-  return hlb_balancer_items_vary(b) && !items_known(b);
+  return hlb_balancer_items_vary(b) && !hlb_balancer_items_measured(b);
 }
 
 /* 1 where block_budget holds a pass whose items nobody said vary: a PU of the pass was found
@@ -417,7 +402,7 @@ static int unseen_items_vary(const hlbp *h) {
  * 64-PU superlinear cluster 3 did 30 items held, 61-135 not). docs/benchmarks.md, "The budget
  * once items are found to vary". */
 static int found_not_said(const hlbp *h) {
-  return h->found_uneven && !h->any_priors && !items_known(h->ctx->balancer);
+  return h->found_uneven && !h->any_priors && !hlb_balancer_items_measured(h->ctx->balancer);
 }
 
 /* The octave of block size x: 2^k <= x < 2^(k+1), the last one open-ended. */
@@ -522,7 +507,7 @@ static void find_best_block(hlbp *h, unsigned p) {
   hpu *q = &h->pu[p];
   q->ycap = 0.0;
   double slack = h->prm[P_BEST_SLACK], g = (double)(h->ctx->granularity ? h->ctx->granularity : 1);
-  /* Off in a later pass over the same items (items_known): an item cost
+  /* Off in a later pass over the same items (hlb_balancer_items_measured): an item cost
    * density smears a spike over the block that measured it, and its blocks' time per cost then
    * rises with size for no superlinear reason (random spikes, pass 3: 1.055 x the bound with
    * the cap); with the density on trial (sized by count) the same, unless the items look
@@ -1001,7 +986,8 @@ static double guarded_size(const hlbp *h, const hpu *q, const hlb_curve *c, doub
    * remembered pass, was given 794 rows (its amortising block, read off its own 3 s blocks),
    * predicted at 45 s; they took 485 s (`hlb sim irregular-2machines-spikes --passes 3
    * --remember`, seed 230: 2.44 x the bound). */
-  int runs_misses = h->run_miss.n >= 2 && (!items_known(h->ctx->balancer) || q->forgot);
+  int runs_misses =
+      h->run_miss.n >= 2 && (!hlb_balancer_items_measured(h->ctx->balancer) || q->forgot);
   if (!(h->prm[P_TAIL] > 0) || (q->miss.n < 2 && !runs_misses) || !h->planned ||
       hlb__plb_alive(h->ctx) < 2)
     return INFINITY;
@@ -1106,7 +1092,7 @@ static int take_rest(const hlbp *h, unsigned pu, const hlb_curve *c, double now,
  * the run ended 1.74 x the bound, 1.17 held (docs/benchmarks.md, "A second size held to the
  * dearest item"). */
 static double spread_block(const hlbp *h, const hpu *q, const hlb_curve *c, double now) {
-  if (!h->planned || shaped(q) || items_known(h->ctx->balancer)) return 0.0;
+  if (!h->planned || shaped(q) || hlb_balancer_items_measured(h->ctx->balancer)) return 0.0;
   double x = h->prm[P_GROW] * q->u.max_items;
   if (q->ycap > 0) x = fmin(x, q->ycap);
   double worst = q->uneven ? worst_per_item(q) : 0.0;
@@ -1143,9 +1129,9 @@ static size_t to_count(const hlbp *h, double x) {
  * the random spikes map (noiseless third pass, 5000 items) took one spike row at 9.7 s, its share
  * a third of that row's cost, and ended at 12.0 s, 0.7 s after the others. */
 static int dear_item_ends_late(const hlbp *h, const hlb_curve *c, double now, double x,
-                               size_t count) {
-  if (!h->planned || !hlb_balancer_has_item_cost(h->ctx->balancer) ||
-      count > (h->ctx->granularity ? h->ctx->granularity : 1) || hlb__plb_busy(h->ctx) == 0)
+                               size_t count, double g) {
+  if (!h->planned || (double)count > g || !hlb_balancer_has_item_cost(h->ctx->balancer) ||
+      hlb__plb_busy(h->ctx) == 0)
     return 0;
   double cost = hlb_balancer_cost_for_count(h->ctx->balancer, count);
   return cost > x && now + hlb_curve_time(c, cost) > latest_end(h);
@@ -1293,7 +1279,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
    * (10 seeds), 1.062 without item costs; held whatever it bought, 1.046 and 1.049, the presets'
    * remembered passes unchanged (docs/benchmarks.md, "A remembered pass near the end"). A block
    * within tail_cap needs no curve evaluation. */
-  int seen_before = items_known(h->ctx->balancer) || q->priors > 0;
+  int seen_before = hlb_balancer_items_measured(h->ctx->balancer) || q->priors > 0;
   double tail_cap = h->prm[P_TAIL_GROW] * q->u.max_items;
   int held = seen_before && q->largest_dear; /* not past the largest at all */
   /* Near the end (over half the time left), read only where it decides the cap. */
@@ -1336,7 +1322,7 @@ static int hlb_next(void *state, unsigned pu, double now, size_t *count) {
   if (spread > x && spread <= left && (spread <= budget || !unseen_items_vary(h))) x = spread;
   if (unshaped_ends_late(h, q, c, now, x)) return HLB_WAIT;
   *count = to_count(h, x);
-  if (dear_item_ends_late(h, c, now, x, *count)) return HLB_WAIT;
+  if (dear_item_ends_late(h, c, now, x, *count, g)) return HLB_WAIT;
   return HLB_GRANT;
 }
 
@@ -1368,7 +1354,7 @@ static void hlb_prior(void *state, unsigned pu, const hlb_sample *s) {
   h->pu[pu].priors++;
   h->any_priors = 1;
   /* Only a run of items not measured before checks them (check_prior_fit). */
-  if (!items_known(h->ctx->balancer))
+  if (!hlb_balancer_items_measured(h->ctx->balancer))
     keep_prior(&h->pu[pu], hlb__plb_sample_x(s), hlb__plb_sample_s(s));
 }
 

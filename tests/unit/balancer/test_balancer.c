@@ -846,14 +846,19 @@ static void kept_samples_are_sized_by_cost(void **state) {
 static hlb_balancer *run_pass(const hlb_balancer_config *c, double (*cost)(size_t, size_t),
                               unsigned seed);
 
-static hlb_balancer *costed_pass(size_t n, double (*cost)(size_t, size_t), const double *given,
-                                 int on_trial, unsigned seed) {
+static hlb_balancer_config costed_config(size_t n, const double *given, int on_trial) {
   hlb_balancer_config c = config(n, 2, "hlb", NULL);
   c.keep_log = 1;
   c.learn_item_cost = 1;
   c.item_cost = given;
   c.n_item_cost = given ? HLB_ITEM_COST_SLICES : 0;
   c.item_cost_on_trial = on_trial;
+  return c;
+}
+
+static hlb_balancer *costed_pass(size_t n, double (*cost)(size_t, size_t), const double *given,
+                                 int on_trial, unsigned seed) {
+  hlb_balancer_config c = costed_config(n, given, on_trial);
   return run_pass(&c, cost, seed);
 }
 
@@ -1027,33 +1032,42 @@ static void halves_map(double *map, double dear) {
     map[k] = k < HLB_ITEM_COST_SLICES / 2 ? dear : 1.0;
 }
 
+/* The halves maps the trust tests run over, from right (3:1, the items' ratio of
+ * first_half_dear) to backwards (1:3). */
+static const double halves_dear[] = {3.0, 2.0, 1.6, 1.4, 1.3, 1.2, 1.1, 1.05, 1.0 / 3.0};
+enum { N_HALVES = sizeof halves_dear / sizeof *halves_dear };
+
+/* Whether a pass over first_half_dear's 65536 items given the halves map `dear`:1 (sizing it, or
+ * on trial; the items said to vary or not) found the map predictive. */
+static int halves_map_trusted(double dear, int on_trial, int items_vary) {
+  double map[HLB_ITEM_COST_SLICES];
+  halves_map(map, dear);
+  hlb_balancer_config c = costed_config(65536, map, on_trial);
+  c.items_vary = items_vary;
+  hlb_balancer *b = run_pass(&c, first_half_dear, 11);
+  int trusted = hlb_balancer_item_cost_trusted(b);
+  hlb_balancer_destroy(b);
+  return trusted;
+}
+
 /* Costs that sized a pass stay trusted while they predict its blocks better than counts; costs
  * on trial must beat counts clearly (0.7 of their misfit). Between the two a map keeps its
  * standing: a map near the line went from trusted to on trial and back from run to run, and
- * each change replaced the stored samples. So over maps from right (3:1, the items' ratio) to
- * backwards (1:3): a map trusted on trial is trusted when it sized the pass, some map in between
- * is kept when it sized the pass but not trusted on trial, and the backwards map, worse than
- * counts, is dropped either way. */
+ * each change replaced the stored samples. So over maps from right to backwards: a map trusted
+ * on trial is trusted when it sized the pass, some map in between is kept when it sized the pass
+ * but not trusted on trial, and the backwards map, worse than counts, is dropped either way. */
 static void trusted_costs_are_kept_while_they_beat_counts(void **state) {
   (void)state;
-  const size_t n = 65536;
-  double map[HLB_ITEM_COST_SLICES];
-  const double dear[] = {3.0, 2.0, 1.6, 1.4, 1.3, 1.2, 1.1, 1.05, 1.0 / 3.0};
   int band = 0;
-  for (size_t k = 0; k < sizeof dear / sizeof *dear; k++) {
-    halves_map(map, dear[k]);
-    int trusted[2];
-    for (int on_trial = 0; on_trial < 2; on_trial++) {
-      hlb_balancer *b = costed_pass(n, first_half_dear, map, on_trial, 11);
-      trusted[on_trial] = hlb_balancer_item_cost_trusted(b);
-      hlb_balancer_destroy(b);
-    }
-    print_message("map %.2f:1: trusted on trial %d, when it sized the pass %d\n", dear[k],
-                  trusted[1], trusted[0]);
-    if (trusted[1] && !trusted[0])
-      fail_msg("map %.2f:1 trusted on trial, dropped when it sized the pass", dear[k]);
-    band += trusted[0] && !trusted[1];
-    if (dear[k] < 1.0 && (trusted[0] || trusted[1])) fail_msg("backwards map %.2f:1 kept", dear[k]);
+  for (size_t k = 0; k < N_HALVES; k++) {
+    double dear = halves_dear[k];
+    int sized = halves_map_trusted(dear, 0, 0), on_trial = halves_map_trusted(dear, 1, 0);
+    print_message("map %.2f:1: trusted on trial %d, when it sized the pass %d\n", dear, on_trial,
+                  sized);
+    if (on_trial && !sized)
+      fail_msg("map %.2f:1 trusted on trial, dropped when it sized the pass", dear);
+    band += sized && !on_trial;
+    if (dear < 1.0 && (sized || on_trial)) fail_msg("backwards map %.2f:1 kept", dear);
   }
   if (!band) fail_msg("no map between the two bars");
 }
@@ -1064,34 +1078,17 @@ static void trusted_costs_are_kept_while_they_beat_counts(void **state) {
  * and the backwards map is not. */
 static void costs_of_items_said_to_vary_need_only_beat_counts(void **state) {
   (void)state;
-  const size_t n = 65536;
-  double map[HLB_ITEM_COST_SLICES];
-  const double dear[] = {3.0, 2.0, 1.6, 1.4, 1.3, 1.2, 1.1, 1.05, 1.0 / 3.0};
   int band = 0;
-  for (size_t k = 0; k < sizeof dear / sizeof *dear; k++) {
-    halves_map(map, dear[k]);
-    hlb_balancer *b = costed_pass(n, first_half_dear, map, 0, 11);
-    int sized = hlb_balancer_item_cost_trusted(b);
-    hlb_balancer_destroy(b);
-    b = costed_pass(n, first_half_dear, map, 1, 11);
-    int on_trial = hlb_balancer_item_cost_trusted(b);
-    hlb_balancer_destroy(b);
-    hlb_balancer_config c = config(n, 2, "hlb", NULL);
-    c.keep_log = 1;
-    c.learn_item_cost = 1;
-    c.item_cost = map;
-    c.n_item_cost = HLB_ITEM_COST_SLICES;
-    c.item_cost_on_trial = 1;
-    c.items_vary = 1;
-    b = run_pass(&c, first_half_dear, 11);
-    int said = hlb_balancer_item_cost_trusted(b);
-    hlb_balancer_destroy(b);
-    print_message("map %.2f:1: sized %d, on trial %d, on trial said to vary %d\n", dear[k], sized,
+  for (size_t k = 0; k < N_HALVES; k++) {
+    double dear = halves_dear[k];
+    int sized = halves_map_trusted(dear, 0, 0), on_trial = halves_map_trusted(dear, 1, 0);
+    int said = halves_map_trusted(dear, 1, 1);
+    print_message("map %.2f:1: sized %d, on trial %d, on trial said to vary %d\n", dear, sized,
                   on_trial, said);
-    if (dear[k] < 1.0 && said) fail_msg("backwards map %.2f:1 trusted", dear[k]);
+    if (dear < 1.0 && said) fail_msg("backwards map %.2f:1 trusted", dear);
     if (sized && !on_trial) {
       band++;
-      if (!said) fail_msg("map %.2f:1 beats counts but is not trusted said to vary", dear[k]);
+      if (!said) fail_msg("map %.2f:1 beats counts but is not trusted said to vary", dear);
     }
   }
   if (!band) fail_msg("no map between the two bars");

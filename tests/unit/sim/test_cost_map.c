@@ -557,6 +557,24 @@ static void slow_pu_waits_for_a_dear_last_granule(void **state) {
              worst, over_greedy);
 }
 
+/* hlb's noiseless last of `passes` over the declared spike maps 1-8 at n items: the geometric
+ * mean of their ratios to the bound, the worst (worst may be NULL) and each map's (ratio[8]). */
+static double last_passes_on_maps_1_to_8(size_t n, unsigned passes, double *worst,
+                                         double ratio[8]) {
+  double lg = 0, w = 0;
+  for (unsigned m = 1; m <= 8; m++) {
+    hlb_cluster *c = preset_with_spikes(m, 1);
+    hlb_sim_result *r = sim(c, n, "hlb", NULL, passes);
+    ratio[m - 1] = r->ratio;
+    lg += log(r->ratio);
+    w = fmax(w, r->ratio);
+    hlb_sim_result_free(r);
+    hlb_cluster_free(c);
+  }
+  if (worst) *worst = w;
+  return exp(lg / 8);
+}
+
 /* In a pass sized by measured item costs a block asked for by cost is rounded up to one item, and
  * near the end a slow PU's one item may be a spike it cannot finish in time: it waits while others
  * are busy (dear_item_ends_late in src/policy/hlb.c). Machine B's CPU in the noiseless third pass
@@ -565,16 +583,7 @@ static void slow_pu_waits_for_a_dear_last_granule(void **state) {
  * (geomean; the density smears some spikes, so a PU may still take one it reads as cheaper). */
 static void slow_pu_waits_for_a_known_dear_item(void **state) {
   (void)state;
-  double lg = 0, map2 = 0;
-  for (unsigned m = 1; m <= 8; m++) {
-    hlb_cluster *c = preset_with_spikes(m, 1);
-    hlb_sim_result *r = sim(c, 5000, "hlb", NULL, 3);
-    if (m == 2) map2 = r->ratio;
-    lg += log(r->ratio);
-    hlb_sim_result_free(r);
-    hlb_cluster_free(c);
-  }
-  double geomean = exp(lg / 8);
+  double ratio[8], geomean = last_passes_on_maps_1_to_8(5000, 3, NULL, ratio), map2 = ratio[1];
   if (!(map2 < 1.1 && geomean < 1.1))
     fail_msg("third passes at 5000 items: map 2 %.4f x the bound, maps 1-8 %.4f (geomean) "
              "(expected < 1.1, < 1.1; taking the item 1.232, 1.141)",
@@ -583,22 +592,13 @@ static void slow_pu_waits_for_a_known_dear_item(void **state) {
 
 /* A second pass is given the first pass's item costs on trial: its blocks go by count, and the
  * dear items the costs would place are as unplaced as in a first pass. Where the items are said to
- * vary it is guarded as one (items_known in src/policy/hlb.c). Unguarded, machine B's CPU took
- * blocks that met spikes far from the end of a pass whose guards thought the items measured:
- * noiseless second passes of maps 1-8 at 20000 items 1.088 x the bound (geomean), worst 1.217;
- * guarded 1.034, worst 1.056. */
+ * vary it is guarded as one (hlb_balancer_items_measured in src/balancer/balancer.c). Unguarded,
+ * machine B's CPU took blocks that met spikes far from the end of a pass whose guards thought the
+ * items measured: noiseless second passes of maps 1-8 at 20000 items 1.088 x the bound (geomean),
+ * worst 1.217; guarded 1.034, worst 1.056. */
 static void a_pass_with_costs_on_trial_is_guarded(void **state) {
   (void)state;
-  double lg = 0, worst = 0;
-  for (unsigned m = 1; m <= 8; m++) {
-    hlb_cluster *c = preset_with_spikes(m, 1);
-    hlb_sim_result *r = sim(c, 20000, "hlb", NULL, 2);
-    lg += log(r->ratio);
-    worst = fmax(worst, r->ratio);
-    hlb_sim_result_free(r);
-    hlb_cluster_free(c);
-  }
-  double geomean = exp(lg / 8);
+  double ratio[8], worst, geomean = last_passes_on_maps_1_to_8(20000, 2, &worst, ratio);
   if (!(geomean < 1.05 && worst < 1.1))
     fail_msg("second passes at 20000 items: %.4f x the bound (geomean of maps 1-8), worst %.4f "
              "(expected < 1.05, < 1.1; unguarded 1.088, 1.217)",
