@@ -813,6 +813,13 @@ static int mixed_pus(hlb_exec_pu *host, hlb_exec_pu *narrowed) {
   return narrowed->cores > 0 && host->cores > 0;
 }
 
+/* 1 when a trial's release reason says it was cut as it went: after its first blocks, or while a
+ * block ran whose time already made the cut certain (watch_trial_locked in src/exec/exec.c). */
+static int trial_was_cut(const char *reason) {
+  return strstr(reason, "trial cut after its first blocks") ||
+         strstr(reason, "trial cut while its block ran");
+}
+
 /* A device released by a mixed run is tried alone on every core in the next run, whatever its
  * figures (HLB_EXEC_TRIAL_CUT_FACTOR). Released at 0.1x a core, the cpu PU is parked and the
  * trial judged against its stored rate: the stored blocks of 10^6 items/s a core (far above
@@ -833,7 +840,7 @@ static void test_released_device_tried_alone(void **st) {
   store_mixed_run(fast, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
   run_spec_with_models("cpu,opencl:0", 10, fast, 0, ALONE_CHUNKS, &s);
   assert_int_equal(s.per_pu[1].released, 1);
-  assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+  assert_true(trial_was_cut(s.per_pu[1].release_reason));
   assert_int_equal(s.per_pu[0].released, 0);
   assert_true(s.per_pu[0].items > 0 && s.per_pu[1].items > 0);
   assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
@@ -894,12 +901,57 @@ static void test_trial_blocks_grow(void **st) {
     empty_dir(dir);
     store_mixed_run(dir, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
   }
-  assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+  assert_true(trial_was_cut(s.per_pu[1].release_reason));
   /* Doubling from one item: 2^k - 1 items in k blocks. One item a block would be as many. */
   size_t blocks = s.per_pu[1].blocks, items = s.per_pu[1].items;
   if (!(items >= ((size_t)1 << (blocks - 1))))
     fail_msg("the trial's %zu blocks did %zu items: they did not grow", blocks, items);
   hlb_exec_stats_clear(&s);
+  remove_dir(dir);
+}
+
+/* A trial whose block runs long is cut while it runs, once its time so far makes the cut
+ * certain (watch_trial_locked in src/exec/exec.c): the parked cpu PU does not wait for the
+ * block's end. The device, released at 0.1x a core and judged against the stored 10^6 items/s a
+ * core, runs the trial's growing blocks (1, 4, 16, ... items, greedy's chunk = N above them); the
+ * one running when the cut becomes certain is given back to the pool, its output dropped, and
+ * the cpu PU does the rest on every core, every item once. Without the watch that block ran to
+ * its end: 1365 items in 17 ms, the trial "cut after its first blocks". With it a finished block
+ * may still settle the trial first, when it crossed the 10 ms a trial must run just before the
+ * parked PU looked (the machine busy: 341 items in 10.6 ms under ctest -j4), so a run that was
+ * cut so is tried again; a device that did all N items before a cut could be certain (a fast
+ * machine) leaves nothing to test. */
+static void test_trial_cut_while_its_block_runs(void **st) {
+  (void)st;
+  hlb_exec_pu host, narrowed;
+  if (!mixed_pus(&host, &narrowed)) return;
+  char dir[] = "/tmp/hlb-watch-XXXXXX", chunk[32];
+  assert_non_null(mkdtemp(dir));
+  snprintf(chunk, sizeof chunk, "chunk=%d", N);
+  for (int tries = 0;; tries++) {
+    store_mixed_run(dir, &narrowed, &host, 1e6 * 0.1 * narrowed.cores, 1e6 * host.cores, "");
+    hlb_exec_stats s = {0};
+    run_spec_with_models("cpu,opencl:0", 10, dir, 0, chunk, &s); /* checks every item once */
+    const char *why = s.per_pu[1].release_reason;
+    if (strstr(why, "trial cut while its block ran")) {
+      assert_true(s.per_pu[1].items < N); /* its last block's items were done by the cpu PU */
+      assert_int_equal(s.per_pu[0].released, 0);
+      assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
+      hlb_exec_stats_clear(&s);
+      break;
+    }
+    if (s.per_pu[1].items == N) {
+      print_message("the device did the %d items in %.4f s, before a cut could be certain\n", N,
+                    s.per_pu[1].busy_s);
+      hlb_exec_stats_clear(&s);
+      break;
+    }
+    if (tries + 1 == JUDGED_RUN_TRIES)
+      fail_msg("%d trials, none cut while its block ran; the last did %zu items in %.4f s: \"%s\"",
+               JUDGED_RUN_TRIES, s.per_pu[1].items, s.per_pu[1].busy_s, why);
+    hlb_exec_stats_clear(&s);
+    empty_dir(dir);
+  }
   remove_dir(dir);
 }
 
@@ -934,7 +986,7 @@ static void run_passes_after_trial(const hlb_exec_pu *host, const hlb_exec_pu *n
     assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
     if (k == 0 && cut) { /* the trial, cut: the cpu PU took every core */
       assert_int_equal(s.per_pu[0].released, 0);
-      assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+      assert_true(trial_was_cut(s.per_pu[1].release_reason));
       assert_int_equal(s.pu[1].cores, host->cores + narrowed->cores);
     } else if (k == 0) { /* the trial: the device alone on every core */
       assert_int_equal(s.per_pu[0].released, 1);
@@ -1266,7 +1318,7 @@ static void test_trial_of_a_slow_device_is_cut(void **st) {
     assert_int_equal(s.per_pu[0].items + s.per_pu[1].items, N);
     assert_int_equal(s.per_pu[1].released, 1);
     if (run == 1) {
-      assert_non_null(strstr(s.per_pu[1].release_reason, "trial cut after its first blocks"));
+      assert_true(trial_was_cut(s.per_pu[1].release_reason));
       assert_int_equal(s.per_pu[0].released, 0);
       assert_true(s.per_pu[1].items > 0 && s.per_pu[1].items < N / 10);
       assert_int_equal(s.per_pu[0].cores_given, narrowed.cores);
@@ -1451,6 +1503,7 @@ int main(void) {
       cmocka_unit_test(test_device_alone_faster_takes_cores),
       cmocka_unit_test(test_released_device_tried_alone),
       cmocka_unit_test(test_trial_blocks_grow),
+      cmocka_unit_test(test_trial_cut_while_its_block_runs),
       cmocka_unit_test(test_trial_decided_within_one_executor),
       cmocka_unit_test(test_stored_takeover_is_tried),
       cmocka_unit_test(test_handed_back_device_needs_a_margin),
