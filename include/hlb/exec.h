@@ -302,6 +302,15 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * took HLB_EXEC_FIRST_BLOCK_MAX_S or more (docs/executor.md). */
 #define HLB_EXEC_LAUNCH_MAX_S 0.001
 #define HLB_EXEC_FIRST_BLOCK_MAX_S 0.01
+/* A device computing on the host's cores whose first block is still running after this long
+ * (seconds), and shows it HLB_EXEC_RELEASE_CLEAR_FACTOR times slower than the cores it holds
+ * even if it ended now, is released in flight: its items go back to the pool, and its cores to
+ * the cpu PU's next block. Ten times HLB_EXEC_FIRST_BLOCK_MAX_S, past any warm-up seen on this
+ * machine's PoCL (first blocks of 0.05-24 ms on the five apps from a fresh home; a one-time 70-94
+ * ms at k-means' first block of 65536 points). `make demo`'s matmul (n = 6144), whose first PoCL
+ * block of one row took 0.33 s, kept that core from the cpu PU until 0.96 s: the run took 1.07x
+ * the cpu PU alone. */
+#define HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S 0.1
 /* A device computing on the host's cores is compared with them (released or kept) only once
  * its blocks have kept it busy this long (seconds; a block in flight counts as far as it
  * went), besides a first block that alone took HLB_EXEC_FIRST_BLOCK_MAX_S: each block costs a

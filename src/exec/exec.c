@@ -438,7 +438,8 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   if (!judges_devices(r) || !held || !r->prepared[dev] || ex->released[dev]) return 0;
   const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
   if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
-  if (d->blocks < 1) return 0;
+  int first_in_flight = d->blocks < 1;
+  if (first_in_flight && !(r->in_block[dev] && computes_on_cores(ex, dev))) return 0;
   if (!computes_on_cores(ex, dev))
     return driver_device_weak(r, dev, cpu, held, dev_rate, core_rate);
   *core_rate = cpu_rate_near(r, cpu, dev, r->in_block[dev]);
@@ -446,11 +447,13 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
     /* Stopped in flight only when hopeless, and on the block in flight alone once it has run
      * HLB_EXEC_CORE_DEVICE_JUDGE_S: its earlier blocks carry their launches and its first one
      * its warm-up (PoCL's first spmv block: 3-4 ms on a quiet machine, over 10 ms on a loaded
-     * one, which released it in flight). */
+     * one, which released it in flight). Its first block only once it has run
+     * HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S, longer than such a warm-up. */
     double running = rel_now(r) - r->block_start[dev];
+    double needed =
+        first_in_flight ? HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S : HLB_EXEC_CORE_DEVICE_JUDGE_S;
     *dev_rate = (double)r->block_count[dev] / running;
-    return running >= HLB_EXEC_CORE_DEVICE_JUDGE_S &&
-           *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
+    return running >= needed && *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
   }
   *dev_rate = judged_rate(d->items, d->busy_s);
   /* On its first block alone only when that block is long enough to hold a first block's

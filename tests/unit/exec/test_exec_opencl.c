@@ -514,6 +514,31 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
   hlb_executor_destroy(ex);
 }
 
+/* A device whose first block is still running after HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S and shows
+ * it far slower than the core it holds, even if it ended now, is released in flight ("at most":
+ * its rate is a bound), and its core goes to the cpu PU's next block. Throttled 5000x, the
+ * device's first block (one item) takes about 0.2 s: long past the 0.1 s, while the cpu PU's
+ * blocks of 5 items end every fraction of a millisecond. Before, a first block was never judged
+ * in flight: the device was released after it ended, its rate measured (`make demo`'s matmul held
+ * a core for PoCL's 0.33 s row). The block, throttled, is past its commit when it is judged (the
+ * emulated throttle sleeps after it), so it is not abandoned but counted when it ends. */
+static void test_first_block_released_in_flight(void **st) {
+  (void)st;
+  hlb_exec_stats s = {0};
+  run_stats("cpu,opencl:0", 5000, 1, "chunk=5", &s);
+  if (s.pu[1].cores == 0) { /* not a CPU-type device: it holds no core, nothing to judge */
+    hlb_exec_stats_clear(&s);
+    return;
+  }
+  assert_int_equal(s.per_pu[1].released, 1);
+  assert_int_equal(s.per_pu[1].blocks, 1);
+  if (!strstr(s.per_pu[1].release_reason, "released: at most "))
+    fail_msg("opencl:0 (one block, %.3g s busy): reason '%s' (expected a release in flight)",
+             s.per_pu[1].busy_s, s.per_pu[1].release_reason);
+  assert_int_equal(s.per_pu[0].cores_given, 1);
+  hlb_exec_stats_clear(&s);
+}
+
 /* A device (holding a core of the automatic cpu PU) that its first block shows far slower than
  * that core is released after that block: no second block keeps its core busy. A device far
  * faster (on a kernel heavy enough that its launches do not dominate) is kept after its first
@@ -1498,6 +1523,7 @@ int main(void) {
       cmocka_unit_test(test_bad_kernel),
       cmocka_unit_test(test_bad_kernel_beside_cpu),
       cmocka_unit_test(test_judged_devices),
+      cmocka_unit_test(test_first_block_released_in_flight),
       cmocka_unit_test(test_device_takes_cores),
       cmocka_unit_test(test_decision_acts_in_the_next_pass),
       cmocka_unit_test(test_device_alone_faster_takes_cores),
