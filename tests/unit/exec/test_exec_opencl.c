@@ -515,8 +515,8 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
 }
 
 /* The affine result after SLOW_STEPS steps of arithmetic per item whose value never matters:
- * about 0.6 s an item on one core of this 2-core machine (a tenth of that would still be judged).
- */
+ * about 0.6 s an item on one core of this 2-core machine; five times faster would still be past
+ * HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S. */
 #define SLOW_STEPS "500000000"
 static const char slow_src[] =
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
