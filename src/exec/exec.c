@@ -438,9 +438,8 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
   if (!judges_devices(r) || !held || !r->prepared[dev] || ex->released[dev]) return 0;
   const hlb_exec_pu_stats *d = &r->st[dev], *host = &r->st[cpu];
   if (host->blocks < HLB_EXEC_RELEASE_BLOCKS || host->retired || d->retired) return 0;
-  int first_in_flight = d->blocks < 1;
-  if (first_in_flight && !(r->in_block[dev] && computes_on_cores(ex, dev))) return 0;
-  if (!computes_on_cores(ex, dev))
+  if (d->blocks < 1 && !r->in_block[dev]) return 0; /* nothing run yet */
+  if (!computes_on_cores(ex, dev))                  /* never before its second block */
     return driver_device_weak(r, dev, cpu, held, dev_rate, core_rate);
   *core_rate = cpu_rate_near(r, cpu, dev, r->in_block[dev]);
   if (r->in_block[dev]) {
@@ -450,8 +449,7 @@ static int should_release(const run_ctx *r, unsigned dev, int cpu, double *dev_r
      * one, which released it in flight). Its first block only once it has run
      * HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S, longer than such a warm-up. */
     double running = rel_now(r) - r->block_start[dev];
-    double needed =
-        first_in_flight ? HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S : HLB_EXEC_CORE_DEVICE_JUDGE_S;
+    double needed = d->blocks < 1 ? HLB_EXEC_FIRST_BLOCK_IN_FLIGHT_S : HLB_EXEC_CORE_DEVICE_JUDGE_S;
     *dev_rate = (double)r->block_count[dev] / running;
     return running >= needed && *dev_rate * HLB_EXEC_RELEASE_CLEAR_FACTOR < *core_rate * held;
   }
@@ -578,11 +576,8 @@ static int cut_certain(const run_ctx *r, double ran, double *rate) {
   unsigned dev = (unsigned)r->trial_dev;
   hlb_decision log[HLB__JUDGE_RECENT + 1];
   size_t n = copy_recent(r, dev, log);
-  log[n++] = (hlb_decision){.pu = r->trial_bpu,
-                            .count = r->block[dev].count,
-                            .compute_s = ran,
-                            .measured_s = ran,
-                            .outcome = HLB_OUTCOME_DONE};
+  log[n] = in_flight_entry(r, dev, ran);
+  log[n++].outcome = HLB_OUTCOME_DONE; /* as if it had ended now */
   *rate = hlb__judge_trial_rate(log, n, r->trial_bpu);
   return verdict_of(r, *rate, r->st[dev].blocks + 1, r->st[dev].busy_s + ran) == TRIAL_CUT;
 }

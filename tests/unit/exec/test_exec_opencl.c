@@ -493,8 +493,10 @@ static int cpu_judged(hlb_exec_stats *s) {
   return 0;
 }
 
-static void run_stats(const char *spec, double cl_throttle, double cpu_throttle, const char *params,
-                      hlb_exec_stats *s) {
+/* Codelet `cl` on `spec` (two PUs) under greedy with `params`, PUs throttled as given; every
+ * item checked done once. run_stats: the heavy kernel's codelet. */
+static void run_codelet(const char *spec, double cl_throttle, double cpu_throttle,
+                        const char *params, hlb_codelet cl, hlb_exec_stats *s) {
   hlb_exec_pu pus[2];
   unsigned n = 0;
   assert_int_equal(hlb_exec_parse_pus(spec, pus, 2, &n), 0);
@@ -503,7 +505,6 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
   pus[1].throttle = cl_throttle;
   hlb_executor *ex = NULL;
   if (hlb_executor_create(pus, n, &ex)) fail_msg("%s: %s", spec, hlb_last_error());
-  hlb_codelet cl = heavy_codelet(NULL);
   hlb_exec_options o;
   hlb_exec_options_default(&o);
   o.policy = "greedy";
@@ -512,6 +513,11 @@ static void run_stats(const char *spec, double cl_throttle, double cpu_throttle,
   check();
   assert_int_equal(s->per_pu[0].items + s->per_pu[1].items, N);
   hlb_executor_destroy(ex);
+}
+
+static void run_stats(const char *spec, double cl_throttle, double cpu_throttle, const char *params,
+                      hlb_exec_stats *s) {
+  run_codelet(spec, cl_throttle, cpu_throttle, params, heavy_codelet(NULL), s);
 }
 
 /* The affine result after SLOW_STEPS steps of arithmetic per item whose value never matters:
@@ -542,24 +548,12 @@ static const char slow_src[] =
  * 0.33 s row). */
 static void test_first_block_released_in_flight(void **st) {
   (void)st;
-  hlb_exec_pu pus[2];
-  unsigned n = 0;
-  assert_int_equal(hlb_exec_parse_pus("cpu,opencl:0", pus, 2, &n), 0);
-  pus[0].throttle = 3;
-  hlb_executor *ex = NULL;
-  if (hlb_executor_create(pus, n, &ex)) fail_msg("%s", hlb_last_error());
   hlb_codelet cl = heavy_codelet("slow-first");
   cl.opencl_source = slow_src, cl.opencl_kernel = "slow";
-  hlb_exec_options o;
-  hlb_exec_options_default(&o);
-  o.policy = "greedy";
-  o.params = "chunk=5";
   hlb_exec_stats s = {0};
-  if (hlb_executor_run(ex, &cl, N, &o, &s)) fail_msg("%s", hlb_last_error());
-  check();
+  run_codelet("cpu,opencl:0", 1, 3, "chunk=5", cl, &s); /* checks every item once */
   if (s.pu[1].cores == 0) { /* not a CPU-type device: it holds no core, nothing to judge */
     hlb_exec_stats_clear(&s);
-    hlb_executor_destroy(ex);
     return;
   }
   if (!s.per_pu[1].released || !strstr(s.per_pu[1].release_reason, "released: at most "))
@@ -569,7 +563,6 @@ static void test_first_block_released_in_flight(void **st) {
   assert_int_equal(s.per_pu[0].items, N);
   assert_int_equal(s.per_pu[0].cores_given, 1);
   hlb_exec_stats_clear(&s);
-  hlb_executor_destroy(ex);
 }
 
 /* A device (holding a core of the automatic cpu PU) that its first block shows far slower than
