@@ -259,10 +259,10 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * here (bench/apps/bench_all_only.sh): PoCL on one compute unit beside the cpu PU read
  * 0.07-0.61x a core on spmv, or was released on one block caught in a stall, and whole it beat
  * the cpu PU on both cores (1.15-1.3x); on blackscholes it read 0.25-0.3x and whole did 0.23x
- * the cpu PU. No figure of the release tells the two apart, so every release is tried, and a
- * trial after a release below HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO is cut short: the cpu PU waits
- * while the device runs alone in blocks that grow at most HLB_EXEC_TRIAL_GROW times the largest it
- * finished, and once its blocks kept it busy HLB_EXEC_CORE_DEVICE_JUDGE_S (or its first took
+ * the cpu PU. No figure of the release tells the two apart, so every release is tried, and
+ * every trial is judged as it goes (docs/executor.md says why no release, however close to a
+ * core, gets a whole run alone any more): the cpu PU waits while the device runs alone in
+ * blocks that grow at most HLB_EXEC_TRIAL_GROW times the largest it finished, and once its blocks kept it busy HLB_EXEC_CORE_DEVICE_JUDGE_S (or its first took
  * HLB_EXEC_FIRST_BLOCK_MAX_S and was HLB_EXEC_RELEASE_CLEAR_FACTOR times too slow), a device doing
  * less than 1 / HLB_EXEC_TRIAL_CUT_FACTOR of the cpu PU's stored rate alone on those cores is
  * released and the cpu PU takes every core for the rest of the run; one doing more runs the rest
@@ -278,19 +278,6 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * policy read the launches' noise (5 rows in 0.04 ms, 8 in 0.14) as a curve where small
  * blocks win (best_block) and held the device to them. */
 #define HLB_EXEC_TRIAL_MIN_GROW 2u
-/* A device whose release read at least this fraction of a core (kernel against kernel), and one
- * a mixed run found faster per core (a stored takeover), is tried for a whole run as before,
- * the cpu PU left out: it is likely to be worth it, and with the cpu PU parked in the balancer
- * the policy plans the device in many small blocks (its share beside the parked PU's). After
- * those, PoCL ran the rest of mandelbrot's rows at about one thread's pace (it gave each thread
- * a contiguous half of the block, and the rows of [496, 2048) are not symmetric about the set):
- * its trials after releases at 0.86-0.95x a core took 0.52-0.58 s against 0.31-0.35 s whole (10
- * of 12 fresh directories, 2026-11-29). With the rows spread over PoCL's threads
- * (apps/apps.h, HLB_APP_SPREAD_ITEM) such trials still took 0.34 s against 0.31 (8 fresh
- * directories, twenty-ninth session): the small blocks' cost. Releases read 0.86-0.95x on
- * mandelbrot, 0.3-0.6x on spmv and k-means (0.49x), 0.002-0.62x on blackscholes, 0.02-0.04x on
- * matmul. */
-#define HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO 0.8
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
  * OpenCL and CUDA. Items over busy time only bound such a device's rate from below, since a

@@ -60,6 +60,10 @@ double hlb__judge_cpu_rate_near(const hlb_decision *log, size_t n_log, unsigned 
  * more than 10 %, a slope or intercept below 0), the median of seconds over items, *line 0
  * (judge.c says why). */
 double hlb__judge_robust_slope(const double *x, const double *y, size_t n, int *line);
+/* The same line with each pair's slope weighted by the gap between its two x (the weighted
+ * median of the slopes): the slope of blocks whose times carry a per-block cost and its noise,
+ * read from the pairs far enough apart for their items to show (judge.c says why). */
+double hlb__judge_gap_slope(const double *x, const double *y, size_t n, int *line);
 
 /* Core-seconds device dev_b (holding `held` cores) spends per core-second the cpu PU spends on
  * the same items: the slope of the Theil-Sen line (medians, so that a block delayed by a lost
@@ -95,7 +99,9 @@ double hlb__judge_best_rate(const hlb_decision *log, size_t n_log, unsigned dev_
  * the most its finished blocks allow: the better of its items over their time and the rate
  * of its kernel, the inverse slope of the robust line through its blocks' (items, seconds),
  * their per-block costs left out (a trial's first blocks are the small ones of a ramp, and
- * PoCL's launches of 0.05-0.1 ms are most of them on spmv). 0 without finished blocks. */
+ * PoCL's launches of 0.05-0.1 ms are most of them on spmv), each pair weighed by the gap
+ * between its sizes (hlb__judge_gap_slope: the launches' noise does not make the kernel).
+ * 0 without finished blocks. */
 double hlb__judge_trial_rate(const hlb_decision *log, size_t n_log, unsigned dev_b);
 
 /* 1 when a device that holds only a driver thread (a GPU), doing at best `best_rate` items per

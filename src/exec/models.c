@@ -143,7 +143,9 @@ double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *
    * followed it: the cpu PU's k-means blocks of 10^5 points on both cores took 0.6-0.7 ms, and
    * 5.5 ms (or 9.2) in a pass right after PoCL had run alone on those cores; read through two
    * of them, the cpu PU did 1.1e7 points per second, and PoCL (3.7e7) was given its cores
-   * again in every later run. */
+   * again in every later run. Each pair's slope weighs as the gap between its sizes
+   * (hlb__judge_gap_slope): a run alone is one large block a pass, and a trial cut after blocks
+   * of 1 to 32768 points is read from its largest, not from its launches. */
   double x[HLB__JUDGE_ROBUST_POINTS], y[HLB__JUDGE_ROBUST_POINTS];
   size_t seen = 0; /* the newest overwrite the oldest: neither estimate depends on the order */
   for (unsigned k = 0; k < m->priors.n_pu; k++) {
@@ -159,7 +161,7 @@ double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *
   if (seen == 0 || seen < min_blocks) return 0;
   size_t used = seen < HLB__JUDGE_ROBUST_POINTS ? seen : HLB__JUDGE_ROBUST_POINTS;
   int line = 0;
-  double per_item = hlb__judge_robust_slope(x, y, used, &line);
+  double per_item = hlb__judge_gap_slope(x, y, used, &line);
   /* Without a line, of an even count the faster of the middle two (the judge takes their mean):
    * of two blocks, the one not delayed. */
   if (!line) {

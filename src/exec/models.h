@@ -37,7 +37,8 @@ const char *hlb__exec_models_takes_cores(const hlb_executor *ex, const hlb__exec
                                          unsigned i);
 /* Items per second of executor PU i opened alone on `cores` cores (whatever its device name
  * then: a sub-device's name differs), from the robust line through its newest stored blocks
- * (the cost per block left out: hlb__judge_robust_slope); 0 when fewer than min_blocks (and at
+ * (the cost per block left out, each pair weighed by the gap between its sizes:
+ * hlb__judge_gap_slope); 0 when fewer than min_blocks (and at
  * least one) are stored. */
 double hlb__exec_models_rate_on(const hlb_executor *ex, const hlb__exec_models *m, unsigned i,
                                 unsigned cores, size_t min_blocks);

@@ -293,6 +293,58 @@ static void test_driver_device_released_only_when_clearly_weaker(void **st) {
   assert_false(hlb__judge_release_driver(INFINITY, 3.27e3, 1));
 }
 
+/* PoCL's k-means trial from a fresh model directory, cut while its block of 65536 points ran:
+ * its blocks of 1, 2, 4, ... 32768 points and their seconds (launch and copies included). */
+static const double trial_points[16] = {1,    2,    4,    8,    16,   32,    64,    128,
+                                        256,  512,  1024, 2048, 4096, 8192, 16384, 32768};
+static const double trial_seconds[16] = {3.30e-4, 2.23e-4, 2.27e-4, 1.08e-4, 3.08e-4, 1.36e-4,
+                                         2.77e-4, 1.30e-4, 1.02e-4, 1.84e-4, 8.5e-5,  1.16e-4,
+                                         1.62e-4, 3.14e-4, 1.512e-3, 3.625e-3};
+
+/* The median of all pairs' slopes reads the launches: 1.6e8 points per second, more than the
+ * cpu PU's 9.7e7 on the same cores, and the next pass gave PoCL the cores (0.28 s for a pass
+ * of 0.013). Weighed by the gaps between their sizes, the pairs read what its largest blocks
+ * did: about 1e7. */
+static void test_gap_slope_reads_the_largest_blocks(void **st) {
+  (void)st;
+  int line = 0;
+  double plain = hlb__judge_robust_slope(trial_points, trial_seconds, 16, &line);
+  assert_true(line);
+  assert_true(1.0 / plain > 1e8);
+  double gap = hlb__judge_gap_slope(trial_points, trial_seconds, 16, &line);
+  assert_true(line);
+  assert_true(1.0 / gap > 5e6 && 1.0 / gap < 2e7);
+  /* Its rate in a trial, from the same blocks as a decision log. */
+  hlb_decision log[16];
+  size_t at = 0;
+  for (size_t k = 0; k < 16; k++) {
+    log[k] = (hlb_decision){.pu = DEV,
+                            .begin = at,
+                            .count = (size_t)trial_points[k],
+                            .compute_s = trial_seconds[k],
+                            .outcome = HLB_OUTCOME_DONE};
+    at += log[k].count;
+  }
+  double rate = hlb__judge_trial_rate(log, 16, DEV);
+  assert_true(rate > 5e6 && rate < 2e7);
+}
+
+/* On points that lie on a line both read it exactly; with the largest point delayed the
+ * gap-weighted slope still holds while fewer than half the weight of the pairs is delayed. */
+static void test_gap_slope_on_a_line(void **st) {
+  (void)st;
+  double x[8], y[8];
+  for (int i = 0; i < 8; i++)
+    x[i] = 100.0 * (i + 1), y[i] = 1e-4 + 2e-6 * x[i];
+  int line = 0;
+  assert_true(fabs(hlb__judge_gap_slope(x, y, 8, &line) - 2e-6) < 1e-12);
+  assert_true(line);
+  assert_true(fabs(hlb__judge_robust_slope(x, y, 8, &line) - 2e-6) < 1e-12);
+  y[7] *= 10; /* one delayed block of the largest size */
+  assert_true(fabs(hlb__judge_gap_slope(x, y, 8, &line) - 2e-6) < 1e-12);
+  assert_true(line);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rate_near_the_devices_items),
@@ -306,6 +358,8 @@ int main(void) {
       cmocka_unit_test(test_running_cpu_block_raises_the_near_cost),
       cmocka_unit_test(test_release_on_ratio),
       cmocka_unit_test(test_driver_device_released_only_when_clearly_weaker),
+      cmocka_unit_test(test_gap_slope_reads_the_largest_blocks),
+      cmocka_unit_test(test_gap_slope_on_a_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
