@@ -259,10 +259,10 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * here (bench/apps/bench_all_only.sh): PoCL on one compute unit beside the cpu PU read
  * 0.07-0.61x a core on spmv, or was released on one block caught in a stall, and whole it beat
  * the cpu PU on both cores (1.15-1.3x); on blackscholes it read 0.25-0.3x and whole did 0.23x
- * the cpu PU. No figure of the release tells the two apart, so every release is tried, and
- * every trial is judged as it goes (docs/executor.md says why no release, however close to a
- * core, gets a whole run alone any more): the cpu PU waits while the device runs alone in
- * blocks that grow at most HLB_EXEC_TRIAL_GROW times the largest it finished, and once its blocks kept it busy HLB_EXEC_CORE_DEVICE_JUDGE_S (or its first took
+ * the cpu PU. No figure of the release tells the two apart, so every release is tried, and a
+ * trial is judged as it goes (but for HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO): the cpu PU waits
+ * while the device runs alone in blocks that grow at most HLB_EXEC_TRIAL_GROW times the largest
+ * it finished, and once its blocks kept it busy HLB_EXEC_CORE_DEVICE_JUDGE_S (or its first took
  * HLB_EXEC_FIRST_BLOCK_MAX_S and was HLB_EXEC_RELEASE_CLEAR_FACTOR times too slow), a device doing
  * less than 1 / HLB_EXEC_TRIAL_CUT_FACTOR of the cpu PU's stored rate alone on those cores is
  * released and the cpu PU takes every core for the rest of the run; one doing more runs the rest
@@ -278,6 +278,25 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * policy read the launches' noise (5 rows in 0.04 ms, 8 in 0.14) as a curve where small
  * blocks win (best_block) and held the device to them. */
 #define HLB_EXEC_TRIAL_MIN_GROW 2u
+/* A device whose release read at least this fraction of a core (kernel against kernel) over
+ * items an earlier run found to vary in cost (the map it learnt spreads by
+ * HLB_EXEC_TRIAL_ALIKE_SPREAD or more), and one a mixed run found faster per core (a stored
+ * takeover), is tried for a whole run, the cpu PU left out. A judged trial compares the items
+ * per second of the device's first blocks with the cpu PU's stored rate, which came from other
+ * items; where items cost alike that is fair, where they do not it is not (PoCL's mandelbrot
+ * trial on the cheap rows [0, 256) of 2048 read 4.1e4 rows/s against 1.5e5 from the cpu PU's
+ * stored blocks, though alone on both cores the cpu PU does 7.6e3 and PoCL 6.8e3), and the
+ * stored samples keep no item positions to weigh them by. Over items alike every release is
+ * judged: PoCL's k-means releases read 0.8x a core or more in about 1 first run of 10, and its
+ * whole trials, with nothing to cut them, took 0.30-0.54 s against 0.11 (docs/executor.md).
+ * Releases read 0.86-0.95x on mandelbrot, 0.3-0.6x on spmv and k-means (0.49x, 0.8x or more in 1
+ * of 10), 0.002-0.62x on blackscholes, 0.02-0.04x on matmul. */
+#define HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO 0.8
+/* The coefficient of variation over its slices at which a learnt item cost map says the items
+ * vary: the bar hlb_balancer_items_look_uniform reads maps by (HLB_ITEM_COST_FLAT in
+ * src/balancer/balancer.c; maps learnt from items of one cost spread by 0.009-0.17, the mandelbrot
+ * map by 1.0-1.8; here k-means' and spmv's by 0.000, blackscholes' by 0.08, mandelbrot's by 1.08). */
+#define HLB_EXEC_TRIAL_ALIKE_SPREAD 0.3
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
  * OpenCL and CUDA. Items over busy time only bound such a device's rate from below, since a

@@ -495,8 +495,8 @@ static double cpu_rate_alone(const run_ctx *r, const hlb__exec_models *m, int cp
 /* ---- A trial cut short -----------------------------------------------------------------
  * A device given every core to try it alone (give_cores_stored) ran the whole run alone:
  * PoCL's blackscholes took 0.57 s where the cpu PU alone takes 0.13. Now, for a released device
- * (whatever its release read: a whole trial of PoCL's k-means after a release at 0.8x a core or
- * more took 0.30-0.54 s against 0.11, in 1 of 10 first runs), the cpu PU takes part parked: its driver waits while the device runs its first blocks, each at most
+ * (but one released at HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO or more over items whose costs vary:
+ * include/hlb/exec.h says why), the cpu PU takes part parked: its driver waits while the device runs its first blocks, each at most
  * HLB_EXEC_TRIAL_GROW times the largest it finished (hlb_balancer_cap), and then either the
  * cpu PU is retired and the device runs the rest alone, as before, or the device is released
  * and the cpu PU takes every core for the rest (include/hlb/exec.h, HLB_EXEC_TRIAL_CUT_FACTOR).
@@ -726,6 +726,22 @@ static double released_core_ratio(const char *reason) {
   return dev_rate > 0 && cores_rate > 0 ? dev_rate / cores_rate : NAN;
 }
 
+/* 1 when the item cost map an earlier run learnt for this run's items (hlb__exec_item_cost)
+ * says they cost alike: its slices' coefficient of variation is under
+ * HLB_EXEC_TRIAL_ALIKE_SPREAD, or there is no such map (as a policy without an item cost
+ * density takes them). */
+static int items_cost_alike(const run_ctx *r, const hlb__exec_models *m) {
+  unsigned n = 0;
+  int trusted = 0;
+  const double *slice = hlb__exec_item_cost(m, r->n_items, &n, &trusted);
+  if (!slice || n == 0) return 1;
+  double sum = 0, sum2 = 0;
+  for (unsigned k = 0; k < n; k++)
+    sum += slice[k], sum2 += slice[k] * slice[k];
+  double mean = sum / n, var = sum2 / n - mean * mean;
+  return mean > 0 && sqrt(var > 0 ? var : 0) < HLB_EXEC_TRIAL_ALIKE_SPREAD * mean;
+}
+
 /* 1 when released device `dev` should run alone on all `cores` once (HLB_EXEC_TRIAL_CUT_FACTOR
  * says why every release is tried, and how a trial is cut short), with why in `why`: no stored
  * run of it alone on them, and the outcome of this run is kept (stored with the models, or
@@ -739,9 +755,9 @@ static int explore_device(run_ctx *r, const hlb__exec_models *m, int cpu, unsign
   const char *reason = hlb__exec_models_released(ex, m, dev);
   double ratio = released_core_ratio(reason);
   int unread = reason && strstr(reason, HLB__KERNEL_UNREAD_MARK);
-  /* Judged as it goes, and cut when it loses (HLB_EXEC_TRIAL_CUT_FACTOR), whatever the release
-   * read: docs/executor.md, "A released device is tried alone once". */
-  r->trial_judged = 1;
+  /* Judged as it goes, and cut when it loses, but for a release close to a core's rate over
+   * items that vary (HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO says why). */
+  r->trial_judged = !(ratio >= HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO) || items_cost_alike(r, m);
   if (isfinite(ratio))
     snprintf(why, cap, "once alone (%.2fx a core of %s on %u%s)", ratio, ex->pu[cpu].name, held,
              unread ? ", its kernel not read" : "");

@@ -851,6 +851,25 @@ static void store_mixed_run(const char *dir, const hlb_exec_pu *narrowed, const 
   store_mixed_decision(dir, narrowed, cpu, dev_rate, cpu_rate, note, 0);
 }
 
+/* Adds to the run stored in `dir` an item cost map over N items, as an earlier run learns one:
+ * one of items alike (every slice 1) or of items that vary (the first half ten times cheaper
+ * than the second, a coefficient of variation of 0.82). */
+static void store_item_costs(const char *dir, int vary) {
+  hlb_codelet cl = codelet();
+  cl.name = "heavy-affine";
+  char codelet_key[256];
+  hlb__model_codelet_key(&cl, codelet_key, sizeof codelet_key);
+  double map[64];
+  for (unsigned k = 0; k < 64; k++)
+    map[k] = !vary ? 1.0 : k < 32 ? 2.0 / 11 : 20.0 / 11;
+  /* Written as a run's learnt map is: merged into what the file keeps. */
+  hlb__model_set set = {0};
+  assert_int_equal(hlb__model_set_item_cost(&set, map, 64, N, 0), 0);
+  set.item_cost_learnt = 1;
+  assert_int_equal(hlb__model_write(dir, codelet_key, cl.name, &set), 0);
+  hlb__model_set_free(&set);
+}
+
 /* The cpu PU (throttled 10x) and the device narrowed beside it, as a mixed run opens them (a run
  * that decides nothing); 0 when there is nothing to give (a GPU, or one core). */
 static int mixed_pus(hlb_exec_pu *host, hlb_exec_pu *narrowed) {
@@ -877,8 +896,9 @@ static int trial_was_cut(const char *reason) {
  * the heavy kernel on any device) cut it after its first blocks, and the cpu PU does the rest
  * on every core; against 10 items/s a core it is kept and runs the rest alone, and the next run
  * gives it the cores at once, the cpu PU's rate scaled to every core bounding it. Released at
- * 0.9x, the trial is judged the same way (it once ran whole, the cpu PU left out): cut against
- * 10^6 items/s a core. */
+ * 0.9x (HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO), the trial is judged the same way over items alike
+ * (cut against 10^6 items/s a core), and runs whole, the cpu PU left out, over items that vary:
+ * its first blocks' items then say little of the rest. */
 static void test_released_device_tried_alone(void **st) {
   (void)st;
   hlb_exec_pu host, narrowed;
@@ -916,15 +936,29 @@ static void test_released_device_tried_alone(void **st) {
   hlb_exec_stats_clear(&s);
   remove_dir(kept);
 
-  assert_non_null(mkdtemp(slow));
-  store_mixed_run(slow, &narrowed, &host, 1e6 * 0.9 * narrowed.cores, 1e6 * host.cores, "");
-  run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
-  assert_int_equal(s.per_pu[1].released, 1);
-  assert_true(trial_was_cut(s.per_pu[1].release_reason));
-  assert_int_equal(s.per_pu[0].released, 0);
-  assert_true(s.per_pu[0].items > 0 && s.per_pu[0].items + s.per_pu[1].items == N);
-  hlb_exec_stats_clear(&s);
-  remove_dir(slow);
+  /* At 0.9x over items an earlier run found alike (and with no map: as alike), judged and cut;
+   * over items it found to vary, a whole run alone. */
+  for (int map = 0; map < 3; map++) {
+    assert_non_null(mkdtemp(slow));
+    store_mixed_run(slow, &narrowed, &host, 1e6 * 0.9 * narrowed.cores, 1e6 * host.cores, "");
+    if (map) store_item_costs(slow, map == 2);
+    run_spec_with_models("cpu,opencl:0", 10, slow, 0, ALONE_CHUNKS, &s);
+    if (map < 2) {
+      assert_int_equal(s.per_pu[1].released, 1);
+      assert_true(trial_was_cut(s.per_pu[1].release_reason));
+      assert_int_equal(s.per_pu[0].released, 0);
+      assert_true(s.per_pu[0].items > 0 && s.per_pu[0].items + s.per_pu[1].items == N);
+    } else {
+      assert_int_equal(s.per_pu[0].released, 1);
+      assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.90x a core of cpu"));
+      assert_int_equal(s.per_pu[1].released, 0);
+      assert_int_equal(s.per_pu[1].items, N);
+      assert_int_equal(s.per_pu[0].items, 0);
+    }
+    hlb_exec_stats_clear(&s);
+    remove_dir(slow);
+    strcpy(slow, "/tmp/hlb-explore-XXXXXX");
+  }
 }
 
 /* A trial's blocks grow (HLB_EXEC_TRIAL_MIN_GROW) though the policy asks for one item at a
