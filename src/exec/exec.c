@@ -496,7 +496,8 @@ static double cpu_rate_alone(const run_ctx *r, const hlb__exec_models *m, int cp
  * A device given every core to try it alone (give_cores_stored) ran the whole run alone:
  * PoCL's blackscholes took 0.57 s where the cpu PU alone takes 0.13. Now, for a released device
  * (but one released at HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO or more over items whose costs vary:
- * include/hlb/exec.h says why), the cpu PU takes part parked: its driver waits while the device runs its first blocks, each at most
+ * include/hlb/exec.h says why), the cpu PU takes part parked: its driver waits while the device
+ * runs its first blocks, each at most
  * HLB_EXEC_TRIAL_GROW times the largest it finished (hlb_balancer_cap), and then either the
  * cpu PU is retired and the device runs the rest alone, as before, or the device is released
  * and the cpu PU takes every core for the rest (include/hlb/exec.h, HLB_EXEC_TRIAL_CUT_FACTOR).

@@ -176,15 +176,6 @@ static double median_of(double *v, size_t n) {
   return 0.5 * (lower + upper);
 }
 
-/* The Theil-Sen line through the newest HLB__JUDGE_ROBUST_POINTS points: its slope is the
- * median of the slopes between pairs of points whose x differ by more than 10 % (closer pairs
- * give a slope that is all noise), its intercept the median of y - slope x; when that is
- * negative, or no pair is apart, the median of y / x (a line through the origin). A least-
- * squares line follows its largest points, and one block delayed by a lost time slice (PoCL's
- * 2-row mandelbrot block: 4.2 ms where its neighbours took 0.08 ms a row, on a 2-core machine
- * where the cpu PU and PoCL each fill a core) read PoCL 4.2x slower per core than a core, though
- * its other 35 blocks said 0.6-1.0x: it was released in 8 of 10 first runs. The median ignores
- * up to 29 % of such points. */
 /* A pair's slope and its weight in a weighted median. */
 typedef struct weighted_slope {
   double slope, weight;
@@ -207,8 +198,16 @@ static double weighted_median(weighted_slope *v, size_t m) {
   return v[m - 1].slope;
 }
 
-/* hlb__judge_robust_slope, and with `by_gap` hlb__judge_gap_slope: each pair's slope weighted
- * by the gap between its x. */
+/* The Theil-Sen line through the newest HLB__JUDGE_ROBUST_POINTS points: its slope is the
+ * median of the slopes between pairs of points whose x differ by more than 10 % (closer pairs
+ * give a slope that is all noise), its intercept the median of y - slope x; when that is
+ * negative, or no pair is apart, the median of y / x (a line through the origin). A least-
+ * squares line follows its largest points, and one block delayed by a lost time slice (PoCL's
+ * 2-row mandelbrot block: 4.2 ms where its neighbours took 0.08 ms a row, on a 2-core machine
+ * where the cpu PU and PoCL each fill a core) read PoCL 4.2x slower per core than a core, though
+ * its other 35 blocks said 0.6-1.0x: it was released in 8 of 10 first runs. The median ignores
+ * up to 29 % of such points. With `by_gap` (hlb__judge_gap_slope) each pair's slope weighs as
+ * the gap between its x. */
 static double theil_sen(const double *x, const double *y, size_t n, int by_gap, int *line) {
   double pair[HLB__JUDGE_ROBUST_POINTS * (HLB__JUDGE_ROBUST_POINTS - 1) / 2];
   weighted_slope weighted[HLB__JUDGE_ROBUST_POINTS * (HLB__JUDGE_ROBUST_POINTS - 1) / 2];
