@@ -295,7 +295,8 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
 /* The coefficient of variation over its slices at which a learnt item cost map says the items
  * vary: the bar hlb_balancer_items_look_uniform reads maps by (HLB_ITEM_COST_FLAT in
  * src/balancer/balancer.c; maps learnt from items of one cost spread by 0.009-0.17, the mandelbrot
- * map by 1.0-1.8; here k-means' and spmv's by 0.000, blackscholes' by 0.08, mandelbrot's by 1.08). */
+ * map by 1.0-1.8; here k-means' and spmv's by 0.000, blackscholes' by 0.08, mandelbrot's by 1.08,
+ * and matmul's by 0.68, the noise of first blocks: its releases, at 0.02-0.04x, are judged). */
 #define HLB_EXEC_TRIAL_ALIKE_SPREAD 0.3
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
