@@ -950,7 +950,8 @@ static void test_released_device_tried_alone(void **st) {
       assert_true(s.per_pu[0].items > 0 && s.per_pu[0].items + s.per_pu[1].items == N);
     } else {
       assert_int_equal(s.per_pu[0].released, 1);
-      assert_non_null(strstr(s.per_pu[0].release_reason, "to try: once alone (0.90x a core of cpu"));
+      assert_non_null(
+          strstr(s.per_pu[0].release_reason, "to try: once alone (0.90x a core of cpu"));
       assert_int_equal(s.per_pu[1].released, 0);
       assert_int_equal(s.per_pu[1].items, N);
       assert_int_equal(s.per_pu[0].items, 0);

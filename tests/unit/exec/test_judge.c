@@ -295,10 +295,10 @@ static void test_driver_device_released_only_when_clearly_weaker(void **st) {
 
 /* PoCL's k-means trial from a fresh model directory, cut while its block of 65536 points ran:
  * its blocks of 1, 2, 4, ... 32768 points and their seconds (launch and copies included). */
-static const double trial_points[16] = {1,    2,    4,    8,    16,   32,    64,    128,
-                                        256,  512,  1024, 2048, 4096, 8192, 16384, 32768};
-static const double trial_seconds[16] = {3.30e-4, 2.23e-4, 2.27e-4, 1.08e-4, 3.08e-4, 1.36e-4,
-                                         2.77e-4, 1.30e-4, 1.02e-4, 1.84e-4, 8.5e-5,  1.16e-4,
+static const double trial_points[16] = {1,   2,   4,    8,    16,   32,   64,    128,
+                                        256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+static const double trial_seconds[16] = {3.30e-4, 2.23e-4, 2.27e-4,  1.08e-4, 3.08e-4, 1.36e-4,
+                                         2.77e-4, 1.30e-4, 1.02e-4,  1.84e-4, 8.5e-5,  1.16e-4,
                                          1.62e-4, 3.14e-4, 1.512e-3, 3.625e-3};
 
 /* The median of all pairs' slopes reads the launches: 1.6e8 points per second, more than the
