@@ -131,6 +131,19 @@ HLB_EXTERN int hlb_balancer_samples_rescaled(const hlb_balancer *b);
 HLB_EXTERN int hlb_balancer_item_cost_on_trial(const hlb_balancer *b);
 /* The finest a balancer resolves item costs: the m to ask hlb_balancer_item_cost for. */
 #define HLB_ITEM_COST_SLICES 1024u
+/* The coefficient of variation of m item costs (a map as hlb_balancer_item_cost gives it): 0 for
+ * none (m 0) or a flat one. */
+HLB_EXTERN double hlb_item_cost_spread(const double *cost, unsigned m);
+/* A map that spreads by less says its items cost alike (hlb_item_cost_spread): costs on trial
+ * then read as items of one cost (hlb_balancer_items_look_uniform), and the executor judges a
+ * released device's trial as it goes (include/hlb/exec.h, HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO).
+ * Maps learnt from items of one cost spread by 0.009-0.17 on the simulator's presets and
+ * 0.05-0.14 on `bench_sim superlinear`'s clusters (noise 0.05 and each PU's quadratic, cubic or
+ * x ln x term read through a line), those of the mandelbrot, segments and spikes maps by 1.0-1.8
+ * and the H100 model's by 0.63-1.03 (its host delays alone 0.63). In real runs on a 2-core VM
+ * (2026-12-08): k-means' and spmv's by 0.000, blackscholes' by 0.08, matmul's by 0.68 (the noise
+ * of first blocks) and mandelbrot's by 1.08. */
+#define HLB_ITEM_COST_FLAT 0.3
 
 /* Create a balancer. HLB_ENOTFOUND for an unknown policy name, HLB_EINVAL for bad sizes or
  * parameters; hlb_last_error() says which. */

@@ -279,8 +279,8 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * blocks win (best_block) and held the device to them. */
 #define HLB_EXEC_TRIAL_MIN_GROW 2u
 /* A device whose release read at least this fraction of a core (kernel against kernel) over
- * items an earlier run found to vary in cost (the map it learnt spreads by
- * HLB_EXEC_TRIAL_ALIKE_SPREAD or more), and one a mixed run found faster per core (a stored
+ * items an earlier run found to vary in cost (the map it learnt spreads by HLB_ITEM_COST_FLAT
+ * or more, include/hlb/balancer.h), and one a mixed run found faster per core (a stored
  * takeover), is tried for a whole run, the cpu PU left out. A judged trial compares the items
  * per second of the device's first blocks with the cpu PU's stored rate, which came from other
  * items; where items cost alike that is fair, where they do not it is not (PoCL's mandelbrot
@@ -292,12 +292,6 @@ HLB_EXTERN const char *hlb_models_mode_name(int mode);
  * Releases read 0.86-0.95x on mandelbrot, 0.3-0.6x on spmv and k-means (0.49x, 0.8x or more in 1
  * of 10), 0.002-0.62x on blackscholes, 0.02-0.04x on matmul. */
 #define HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO 0.8
-/* The coefficient of variation over its slices at which a learnt item cost map says the items
- * vary: the bar hlb_balancer_items_look_uniform reads maps by (HLB_ITEM_COST_FLAT in
- * src/balancer/balancer.c; maps learnt from items of one cost spread by 0.009-0.17, the mandelbrot
- * map by 1.0-1.8; here k-means' and spmv's by 0.000, blackscholes' by 0.08, mandelbrot's by 1.08,
- * and matmul's by 0.68, the noise of first blocks: its releases, at 0.02-0.04x, are judged). */
-#define HLB_EXEC_TRIAL_ALIKE_SPREAD 0.3
 /* The most a block of a device that holds only a driver thread (a GPU) is taken to cost besides
  * its items (seconds): a kernel launch and a synchronisation, well under a millisecond for
  * OpenCL and CUDA. Items over busy time only bound such a device's rate from below, since a

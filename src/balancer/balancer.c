@@ -799,15 +799,11 @@ int hlb_balancer_samples_rescaled(const hlb_balancer *b) {
 
 /* Costs on trial read as items of one cost (hlb_balancer_items_look_uniform): the map an earlier
  * pass learnt varies over the items by under HLB_ITEM_COST_FLAT (its bins' coefficient of
- * variation), and this pass's blocks do not say otherwise: the counts' misfit to them
- * (hlb__density_misfit, mean squared log overrun of each PU's line of time against count) is
- * under HLB_ITEM_COST_UNIFORM, or too few are scored to tell. Second passes, seed 1
- * (docs/benchmarks.md, "Items measured uniform"): maps learnt from items of one cost varied by
- * 0.009-0.17 on the simulator's presets and 0.05-0.14 on `bench_sim superlinear`'s clusters
- * (noise 0.05 and each PU's quadratic, cubic or x ln x term read through a line), those of the
- * mandelbrot, segments and spikes maps by 1.0-1.8 and the H100 model's by 0.63-1.03 (its host
- * delays alone 0.63); the counts' misfit was 0.00005-0.03 and 0.064 against 0.64-7.4. */
-#define HLB_ITEM_COST_FLAT 0.3
+ * variation: include/hlb/balancer.h gives the spreads measured), and this pass's blocks do not
+ * say otherwise: the counts' misfit to them (hlb__density_misfit, mean squared log overrun of
+ * each PU's line of time against count) is under HLB_ITEM_COST_UNIFORM, or too few are scored
+ * to tell. Second passes, seed 1 (docs/benchmarks.md, "Items measured uniform"): the counts'
+ * misfit was 0.00005-0.03 over items of one cost and 0.064 against 0.64-7.4 over maps. */
 #define HLB_ITEM_COST_UNIFORM 0.1
 
 int hlb_balancer_items_look_uniform(const hlb_balancer *b) {

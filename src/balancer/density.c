@@ -116,15 +116,19 @@ double hlb__density_cost(const hlb__density *d, size_t begin, size_t count) {
   return cost_to(d, (double)(begin + count)) - cost_to(d, (double)begin);
 }
 
-double hlb__density_spread(const hlb__density *d) {
-  if (d->n == 0) return 0.0;
+double hlb_item_cost_spread(const double *cost, unsigned m) {
+  if (m == 0) return 0.0;
   double sum = 0.0, sq = 0.0;
-  for (unsigned k = 0; k < d->n; k++) {
-    sum += d->rel[k];
-    sq += d->rel[k] * d->rel[k];
+  for (unsigned k = 0; k < m; k++) {
+    sum += cost[k];
+    sq += cost[k] * cost[k];
   }
-  double mean = sum / d->n;
-  return mean > 0 ? sqrt(fmax(sq / d->n - mean * mean, 0.0)) / mean : 0.0;
+  double mean = sum / m;
+  return mean > 0 ? sqrt(fmax(sq / m - mean * mean, 0.0)) / mean : 0.0;
+}
+
+double hlb__density_spread(const hlb__density *d) {
+  return hlb_item_cost_spread(d->rel, d->n);
 }
 
 size_t hlb__density_count_for_cost(const hlb__density *d, size_t begin, size_t max, double cost) {

@@ -728,19 +728,13 @@ static double released_core_ratio(const char *reason) {
 }
 
 /* 1 when the item cost map an earlier run learnt for this run's items (hlb__exec_item_cost)
- * says they cost alike: its slices' coefficient of variation is under
- * HLB_EXEC_TRIAL_ALIKE_SPREAD, or there is no such map (as a policy without an item cost
- * density takes them). */
+ * says they cost alike (it spreads by under HLB_ITEM_COST_FLAT), or there is none (as a policy
+ * without an item cost density takes them). */
 static int items_cost_alike(const run_ctx *r, const hlb__exec_models *m) {
   unsigned n = 0;
   int trusted = 0;
   const double *slice = hlb__exec_item_cost(m, r->n_items, &n, &trusted);
-  if (!slice || n == 0) return 1;
-  double sum = 0, sum2 = 0;
-  for (unsigned k = 0; k < n; k++)
-    sum += slice[k], sum2 += slice[k] * slice[k];
-  double mean = sum / n, var = sum2 / n - mean * mean;
-  return mean > 0 && sqrt(var > 0 ? var : 0) < HLB_EXEC_TRIAL_ALIKE_SPREAD * mean;
+  return hlb_item_cost_spread(slice, n) < HLB_ITEM_COST_FLAT;
 }
 
 /* 1 when released device `dev` should run alone on all `cores` once (HLB_EXEC_TRIAL_CUT_FACTOR

@@ -222,8 +222,10 @@ static double theil_sen(const double *x, const double *y, size_t n, int by_gap, 
       double gap = fabs(x[j] - x[i]);
       if (!(gap > 0.1 * fmax(x[i], x[j]))) continue;
       double slope = (y[j] - y[i]) / (x[j] - x[i]);
-      weighted[m] = (weighted_slope){slope, gap};
-      pair[m++] = slope;
+      if (by_gap)
+        weighted[m++] = (weighted_slope){slope, gap};
+      else
+        pair[m++] = slope;
     }
   if (m > 0) {
     double slope = by_gap ? weighted_median(weighted, m) : median_of(pair, m);

@@ -904,7 +904,7 @@ static void test_released_device_tried_alone(void **st) {
   hlb_exec_pu host, narrowed;
   if (!mixed_pus(&host, &narrowed)) return;
   hlb_exec_stats s = {0};
-  char fast[] = "/tmp/hlb-explore-XXXXXX", slow[] = "/tmp/hlb-explore-XXXXXX";
+  char fast[] = "/tmp/hlb-explore-XXXXXX";
   unsigned all = host.cores + narrowed.cores;
 
   assert_non_null(mkdtemp(fast));
@@ -939,6 +939,7 @@ static void test_released_device_tried_alone(void **st) {
   /* At 0.9x over items an earlier run found alike (and with no map: as alike), judged and cut;
    * over items it found to vary, a whole run alone. */
   for (int map = 0; map < 3; map++) {
+    char slow[] = "/tmp/hlb-explore-XXXXXX";
     assert_non_null(mkdtemp(slow));
     store_mixed_run(slow, &narrowed, &host, 1e6 * 0.9 * narrowed.cores, 1e6 * host.cores, "");
     if (map) store_item_costs(slow, map == 2);
@@ -958,7 +959,6 @@ static void test_released_device_tried_alone(void **st) {
     }
     hlb_exec_stats_clear(&s);
     remove_dir(slow);
-    strcpy(slow, "/tmp/hlb-explore-XXXXXX");
   }
 }
 
@@ -1043,7 +1043,8 @@ static void test_trial_cut_while_its_block_runs(void **st) {
 
 /* Runs of one executor (the passes of k-means or spmv) act on what the runs before decided, as
  * a new process acts on the stored files: a released device is tried alone on every core in
- * the first run, its trial judged as it goes whatever its release read. Against the cpu PU's
+ * the first run, its trial judged as it goes (no item cost map is stored: items taken as alike,
+ * HLB_EXEC_WHOLE_TRIAL_MIN_CORE_RATIO). Against the cpu PU's
  * stored blocks of 10^6 items/s a core it is cut, and the cpu PU's blocks on every core after
  * the cut (really throttled 10x) show the second run that the device alone was the faster
  * after all: it takes the cores. Against 10 items/s a core it is kept, runs the rest alone and
@@ -1101,8 +1102,9 @@ static void test_trial_decided_within_one_executor(void **st) {
   assert_int_equal(s.pu[1].cores, host.cores + narrowed.cores);
   hlb_exec_stats_clear(&s);
 
-  /* Released at 0.9x a core, as close to one as mandelbrot's releases, the trial is judged too
-   * (it once ran whole, the cpu PU left out): cut against 10^6 items/s a core. */
+  /* Released at 0.9x a core, as close to one as mandelbrot's releases, over items taken as alike
+   * the trial is judged too (it once ran whole, the cpu PU left out): cut against 10^6 items/s a
+   * core. */
   run_passes_after_trial(&host, &narrowed, 1e6, 0.9, 1, 1, &s);
   assert_true(s.per_pu[0].items > 0);
   hlb_exec_stats_clear(&s);
